@@ -1,0 +1,665 @@
+"""The only way into GARM's REST API: typed calls, normalised answers, one error taxonomy.
+
+`garm_client` (generated) is imported only when the first call is made, so importing this module
+is cheap in every Juju hook. Every call has a bounded timeout and no retries: a reconcile pass
+that cannot reach GARM stops at once and the next hook tries again.
+
+Errors form two families that never overlap:
+
+- `GarmApiError`: GARM answered and refused (400, 401, 404, 409, 5xx...). Each carries the HTTP
+  status, GARM's `error` title and `details`.
+- `GarmUnreachable`: no answer at all (refused, reset, timed out, TLS failure). A handler meant
+  for refusals (`except GarmApiError`) can never swallow an outage.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+from garm_models import (
+    ControllerInfo,
+    Entity,
+    EntityKind,
+    GithubCredentials,
+    GithubEndpoint,
+    Instance,
+    JsonObject,
+    Provider,
+    ScaleSet,
+    ScaleSetCreate,
+    ScaleSetUpdate,
+    Template,
+    User,
+    WireFormatError,
+    normalise_label,
+    normalise_labels,
+    parse_list,
+)
+
+__all__ = [
+    "ControllerInfo",
+    "Entity",
+    "EntityKind",
+    "GarmApiError",
+    "GarmBadRequest",
+    "GarmClient",
+    "GarmConflict",
+    "GarmError",
+    "GarmNotFound",
+    "GarmNotInitialised",
+    "GarmNotReady",
+    "GarmServerError",
+    "GarmUnauthorized",
+    "GarmUnreachable",
+    "GarmUrlsRequired",
+    "GithubCredentials",
+    "GithubEndpoint",
+    "Instance",
+    "InvalidRequest",
+    "Provider",
+    "ScaleSet",
+    "ScaleSetCreate",
+    "ScaleSetUpdate",
+    "Template",
+    "User",
+    "WireFormatError",
+    "normalise_label",
+    "normalise_labels",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CONNECT_TIMEOUT = 5.0
+DEFAULT_READ_TIMEOUT = 30.0
+
+
+class GarmError(Exception):
+    """Base of everything this module raises about GARM."""
+
+
+class GarmUnreachable(GarmError):
+    """GARM did not answer: connection refused or reset, timeout, TLS failure."""
+
+    def __init__(self, operation: str, reason: str) -> None:
+        super().__init__(f"{operation}: GARM is unreachable: {reason}")
+        self.operation = operation
+        self.reason = reason
+
+
+class GarmApiError(GarmError):
+    """GARM answered with an error status."""
+
+    def __init__(self, operation: str, status: int, error: str, details: str) -> None:
+        text = f"{operation}: HTTP {status} {error}".rstrip()
+        super().__init__(f"{text}: {details}" if details else text)
+        self.operation = operation
+        self.status = status
+        self.error = error
+        self.details = details
+
+
+class GarmBadRequest(GarmApiError):
+    """400: GARM refused the request (validation, state rules such as 'scale set has runners')."""
+
+
+class GarmUnauthorized(GarmApiError):
+    """401: bad or expired token, wrong password, or GitHub refusing GARM's credentials."""
+
+
+class GarmNotFound(GarmApiError):
+    """404: the object does not exist."""
+
+
+class GarmConflict(GarmApiError):
+    """409: a duplicate (name, entity, credentials) or a second first-run."""
+
+
+class GarmNotReady(GarmApiError):
+    """409 before GARM is usable: one of the bootstrap gates below."""
+
+
+class GarmNotInitialised(GarmNotReady):
+    """409 `init_required`: first-run has not happened yet."""
+
+
+class GarmUrlsRequired(GarmNotReady):
+    """409 `urls_required`: the controller's metadata and callback URLs are not set yet."""
+
+
+class GarmServerError(GarmApiError):
+    """5xx: GARM failed (GARM reports its late validation failures this way, with no details)."""
+
+
+class InvalidRequest(ValueError):
+    """The client refused to send a request GARM would reject late (REFERENCE §4.5)."""
+
+
+class GarmClient:
+    """A GARM API client bound to one base URL and, after `login`, one admin token."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._token = token
+        self._timeout = (connect_timeout, read_timeout)
+        self._api_client: Any = None
+
+    @property
+    def token(self) -> str | None:
+        """The bearer token in use, if any."""
+        return self._token
+
+    # Bootstrap and controller ---------------------------------------------------------------
+
+    def first_run(self, username: str, email: str, password: str, full_name: str = "") -> User:
+        """Create the admin user (GARM's first-run). A second call raises `GarmConflict`."""
+        models = self._models()
+        body = models.NewUserParams(
+            username=username, email=email, password=password, full_name=full_name or None
+        )
+        return User.from_wire(self._object("first-run", self._apis().first_run, body=body))
+
+    def login(self, username: str, password: str) -> str:
+        """Log in, keep the token for later calls and return it."""
+        body = self._models().PasswordLoginParams(username=username, password=password)
+        answer = self._object("login", self._apis().login, body=body)
+        token = answer.get("token")
+        if not isinstance(token, str) or not token:
+            raise WireFormatError("login answered without a token")
+        self._token = token
+        if self._api_client is not None:
+            self._api_client.configuration.api_key["Bearer"] = token
+        return token
+
+    def controller_info(self) -> ControllerInfo:
+        """Return the controller settings (409 gates until first-run and URLs are done)."""
+        return ControllerInfo.from_wire(
+            self._object("controller-info", self._apis().controller_info)
+        )
+
+    def update_controller(
+        self,
+        *,
+        metadata_url: str | None = None,
+        callback_url: str | None = None,
+        webhook_url: str | None = None,
+        agent_url: str | None = None,
+    ) -> ControllerInfo:
+        """Set the controller URLs runners and GitHub use to reach GARM."""
+        body = self._models().UpdateControllerParams(
+            metadata_url=metadata_url,
+            callback_url=callback_url,
+            webhook_url=webhook_url,
+            agent_url=agent_url,
+        )
+        return ControllerInfo.from_wire(
+            self._object("update controller", self._apis().update_controller, body=body)
+        )
+
+    def metrics_token(self) -> str:
+        """Return a token for GARM's `/metrics` endpoint."""
+        answer = self._object("metrics-token", self._apis().get_metrics_token)
+        token = answer.get("token")
+        if not isinstance(token, str):
+            raise WireFormatError("metrics-token answered without a token")
+        return token
+
+    def list_providers(self) -> list[Provider]:
+        """Return the providers GARM was started with."""
+        return parse_list(
+            self._call("list providers", self._apis().list_providers), Provider.from_wire
+        )
+
+    # GitHub endpoints and credentials -------------------------------------------------------
+
+    def list_github_endpoints(self) -> list[GithubEndpoint]:
+        """Return the GitHub endpoints."""
+        answer = self._call("list github endpoints", self._apis().list_github_endpoints)
+        return parse_list(answer, GithubEndpoint.from_wire)
+
+    def create_github_endpoint(
+        self,
+        name: str,
+        *,
+        base_url: str,
+        api_base_url: str,
+        upload_base_url: str,
+        description: str = "",
+        ca_cert_bundle: bytes = b"",
+    ) -> GithubEndpoint:
+        """Create a GitHub Enterprise Server endpoint."""
+        body = self._models().CreateGithubEndpointParams(
+            name=name,
+            description=description,
+            base_url=base_url,
+            api_base_url=api_base_url,
+            upload_base_url=upload_base_url,
+            ca_cert_bundle=_b64(ca_cert_bundle) if ca_cert_bundle else None,
+        )
+        answer = self._object(
+            "create github endpoint", self._apis().create_github_endpoint, body=body
+        )
+        return GithubEndpoint.from_wire(answer)
+
+    def list_github_credentials(self) -> list[GithubCredentials]:
+        """Return all GitHub credentials (GARM answers `null` when there are none)."""
+        answer = self._call("list github credentials", self._apis().list_credentials)
+        return parse_list(answer, GithubCredentials.from_wire)
+
+    def create_github_app_credentials(
+        self,
+        name: str,
+        *,
+        endpoint: str,
+        app_id: int,
+        installation_id: int,
+        private_key_pem: bytes,
+        description: str = "",
+    ) -> GithubCredentials:
+        """Create GitHub App credentials. The key must be PKCS#1 (REFERENCE C16)."""
+        _require_pkcs1(private_key_pem)
+        models = self._models()
+        body = models.CreateGithubCredentialsParams(
+            name=name,
+            description=description,
+            endpoint=endpoint,
+            auth_type="app",
+            app=models.GithubApp(
+                app_id=app_id,
+                installation_id=installation_id,
+                private_key_bytes=_b64(private_key_pem),
+            ),
+        )
+        answer = self._object(
+            "create github credentials", self._apis().create_credentials, body=body
+        )
+        return GithubCredentials.from_wire(answer)
+
+    def update_github_app_credentials(
+        self,
+        credentials_id: int,
+        *,
+        app_id: int,
+        installation_id: int,
+        private_key_pem: bytes,
+        description: str | None = None,
+    ) -> GithubCredentials:
+        """Replace the App settings of existing App credentials."""
+        _require_pkcs1(private_key_pem)
+        models = self._models()
+        body = models.UpdateGithubCredentialsParams(
+            description=description,
+            app=models.GithubApp(
+                app_id=app_id,
+                installation_id=installation_id,
+                private_key_bytes=_b64(private_key_pem),
+            ),
+        )
+        answer = self._object(
+            "update github credentials",
+            self._apis().update_credentials,
+            id=credentials_id,
+            body=body,
+        )
+        return GithubCredentials.from_wire(answer)
+
+    def delete_github_credentials(self, credentials_id: int) -> None:
+        """Delete credentials (GARM answers 204, also for an unknown id)."""
+        self._call("delete github credentials", self._apis().delete_credentials, id=credentials_id)
+
+    # Repositories and organizations ---------------------------------------------------------
+
+    def list_entities(self, kind: EntityKind) -> list[Entity]:
+        """Return every repository or every organization."""
+        apis = self._apis()
+        operation = {
+            EntityKind.REPOSITORY: apis.list_repos,
+            EntityKind.ORGANIZATION: apis.list_orgs,
+            EntityKind.ENTERPRISE: apis.list_enterprises,
+        }[kind]
+        answer = self._call(f"list {kind}", operation)
+        return parse_list(answer, lambda data: Entity.from_wire(kind, data))
+
+    def create_repository(
+        self, owner: str, name: str, *, credentials_name: str, webhook_secret: str
+    ) -> Entity:
+        """Register a repository. GARM requires a webhook secret even for scale sets only."""
+        body = self._models().CreateRepoParams(
+            owner=owner,
+            name=name,
+            credentials_name=credentials_name,
+            webhook_secret=webhook_secret,
+            forge_type="github",
+        )
+        answer = self._object("create repository", self._apis().create_repo, body=body)
+        return Entity.from_wire(EntityKind.REPOSITORY, answer)
+
+    def create_organization(
+        self, name: str, *, credentials_name: str, webhook_secret: str
+    ) -> Entity:
+        """Register an organization. GARM requires a webhook secret even for scale sets only."""
+        body = self._models().CreateOrgParams(
+            name=name,
+            credentials_name=credentials_name,
+            webhook_secret=webhook_secret,
+            forge_type="github",
+        )
+        answer = self._object("create organization", self._apis().create_org, body=body)
+        return Entity.from_wire(EntityKind.ORGANIZATION, answer)
+
+    def delete_entity(self, kind: EntityKind, entity_id: str) -> None:
+        """Delete a repository or organization (refused with 400 while it has scale sets)."""
+        apis = self._apis()
+        if kind is EntityKind.REPOSITORY:
+            self._call("delete repository", apis.delete_repo, repo_id=entity_id)
+        elif kind is EntityKind.ORGANIZATION:
+            self._call("delete organization", apis.delete_org, org_id=entity_id)
+        else:
+            self._call("delete enterprise", apis.delete_enterprise, enterprise_id=entity_id)
+
+    # Templates ------------------------------------------------------------------------------
+
+    def list_templates(self, os_type: str | None = None) -> list[Template]:
+        """Return templates without their bodies (`data` is None in lists)."""
+        answer = self._call("list templates", self._apis().list_templates, os_type=os_type)
+        return parse_list(answer, Template.from_wire)
+
+    def get_template(self, template_id: int) -> Template:
+        """Return one template with its body."""
+        answer = self._object("get template", self._apis().get_template, template_id=template_id)
+        return Template.from_wire(answer)
+
+    def create_template(
+        self, name: str, *, data: bytes, os_type: str = "linux", description: str = ""
+    ) -> Template:
+        """Create a GitHub runner install template."""
+        body = self._models().CreateTemplateParams(
+            name=name,
+            description=description,
+            os_type=os_type,
+            forge_type="github",
+            data=_b64(data),
+        )
+        return Template.from_wire(
+            self._object("create template", self._apis().create_template, body=body)
+        )
+
+    def update_template(
+        self, template_id: int, *, data: bytes, description: str | None = None
+    ) -> Template:
+        """Replace a template's body."""
+        body = self._models().UpdateTemplateParams(description=description, data=_b64(data))
+        answer = self._object(
+            "update template", self._apis().update_template, template_id=template_id, body=body
+        )
+        return Template.from_wire(answer)
+
+    def delete_template(self, template_id: int) -> None:
+        """Delete a template (200 also for an unknown id; 400 while in use)."""
+        self._call("delete template", self._apis().delete_template, template_id=template_id)
+
+    # Scale sets -----------------------------------------------------------------------------
+
+    def list_scalesets(self) -> list[ScaleSet]:
+        """Return every scale set (without `extra_specs`, `template_name` or instances)."""
+        return parse_list(
+            self._call("list scale sets", self._apis().list_scalesets), ScaleSet.from_wire
+        )
+
+    def get_scaleset(self, scaleset_id: int) -> ScaleSet:
+        """Return one scale set with its `extra_specs` and `template_name`."""
+        answer = self._object(
+            "get scale set", self._apis().get_scale_set, scaleset_id=str(scaleset_id)
+        )
+        return ScaleSet.from_wire(answer)
+
+    def create_scaleset(
+        self, kind: EntityKind, entity_id: str, params: ScaleSetCreate
+    ) -> ScaleSet:
+        """Create a scale set under a repository or organization.
+
+        Raises:
+            InvalidRequest: before any call, for what GARM would only refuse after touching
+                GitHub (it then answers 500 with no details).
+        """
+        problems = params.validate()
+        if problems:
+            raise InvalidRequest(f"scale set {params.name!r}: " + "; ".join(problems))
+        body = self._models().CreateScaleSetParams(
+            name=params.name,
+            provider_name=params.provider_name,
+            image=params.image,
+            flavor=params.flavor,
+            os_type=params.os_type,
+            os_arch=params.os_arch,
+            labels=list(params.labels),
+            min_idle_runners=params.min_idle_runners,
+            max_runners=params.max_runners,
+            enabled=params.enabled,
+            github_runner_group=params.runner_group or None,
+            runner_bootstrap_timeout=params.runner_bootstrap_timeout,
+            extra_specs=dict(params.extra_specs) if params.extra_specs is not None else None,
+            template_id=params.template_id,
+        )
+        apis = self._apis()
+        operation, id_name = {
+            EntityKind.REPOSITORY: (apis.create_repo_scale_set, "repo_id"),
+            EntityKind.ORGANIZATION: (apis.create_org_scale_set, "org_id"),
+            EntityKind.ENTERPRISE: (apis.create_enterprise_scale_set, "enterprise_id"),
+        }[kind]
+        answer = self._object("create scale set", operation, body=body, **{id_name: entity_id})
+        return ScaleSet.from_wire(answer)
+
+    def update_scaleset(self, scaleset_id: int, params: ScaleSetUpdate) -> ScaleSet:
+        """Change a scale set's mutable fields (labels and provider are fixed at creation)."""
+        problems = params.validate()
+        if problems:
+            raise InvalidRequest(f"scale set {scaleset_id}: " + "; ".join(problems))
+        body = self._models().UpdateScaleSetParams(
+            name=params.name,
+            enabled=params.enabled,
+            min_idle_runners=params.min_idle_runners,
+            max_runners=params.max_runners,
+            image=params.image,
+            flavor=params.flavor,
+            os_type=params.os_type,
+            os_arch=params.os_arch,
+            runner_group=params.runner_group,
+            runner_bootstrap_timeout=params.runner_bootstrap_timeout,
+            extra_specs=dict(params.extra_specs) if params.extra_specs is not None else None,
+            template_id=params.template_id,
+            extended_state=params.extended_state,
+        )
+        answer = self._object(
+            "update scale set",
+            self._apis().update_scale_set,
+            scaleset_id=str(scaleset_id),
+            body=body,
+        )
+        return ScaleSet.from_wire(answer)
+
+    def delete_scaleset(self, scaleset_id: int) -> None:
+        """Ask GARM to delete a scale set.
+
+        GARM answers 200 also when it kept the scale set (REFERENCE C9) and for unknown ids:
+        callers must list again to know whether it is gone.
+        """
+        self._call("delete scale set", self._apis().delete_scale_set, scaleset_id=str(scaleset_id))
+
+    # Instances ------------------------------------------------------------------------------
+
+    def list_scaleset_instances(self, scaleset_id: int) -> list[Instance]:
+        """Return one scale set's instances (`[]` also for an unknown scale set)."""
+        answer = self._call(
+            "list scale set instances",
+            self._apis().list_scale_set_instances,
+            scaleset_id=str(scaleset_id),
+        )
+        return parse_list(answer, Instance.from_wire)
+
+    def list_instances(self) -> list[Instance]:
+        """Return every instance GARM knows, pools and scale sets alike."""
+        return parse_list(
+            self._call("list instances", self._apis().list_instances), Instance.from_wire
+        )
+
+    def delete_instance(self, name: str, *, force: bool = True) -> None:
+        """Remove a runner, ignoring provider and GitHub errors when `force` (kills its job).
+
+        GARM refuses (400) unless the instance is running, error, pending_delete or
+        pending_force_delete; removal then completes asynchronously (REFERENCE C13).
+        """
+        self._call(
+            "delete instance",
+            self._apis().delete_instance,
+            instance_name=name,
+            force_remove=force or None,
+            bypass_gh_unauthorized=force or None,
+        )
+
+    # Plumbing -------------------------------------------------------------------------------
+
+    def _object(self, operation: str, method: Callable[..., Any], **kwargs: Any) -> JsonObject:
+        answer = self._call(operation, method, **kwargs)
+        if not isinstance(answer, Mapping):
+            raise WireFormatError(f"{operation}: expected a JSON object in the answer")
+        return cast("JsonObject", answer)
+
+    def _call(self, operation: str, method: Callable[..., Any], **kwargs: Any) -> Any:
+        """Send one request; return its decoded JSON body (None when empty) or raise."""
+        import urllib3  # noqa: PLC0415 - deferred: hooks that make no call never pay for it
+
+        from garm_client.exceptions import ApiException  # noqa: PLC0415
+
+        arguments = {name: value for name, value in kwargs.items() if value is not None}
+        try:
+            response = method(**arguments, _request_timeout=self._timeout)
+            status = int(response.status)
+            payload = bytes(response.data or b"")
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise GarmUnreachable(operation, _describe_outage(error)) from None
+        except ApiException:
+            # The generated client turns TLS failures into ApiException(status=0).
+            raise GarmUnreachable(operation, "TLS failure") from None
+        if status >= 400:
+            raise _api_error(operation, status, payload)
+        if not payload.strip():
+            return None
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise WireFormatError(f"{operation}: answer is not JSON") from None
+
+    def _apis(self) -> Any:
+        if self._api_client is None:
+            self._api_client = self._new_api_client()
+        return _ApiFacade(self._api_client)
+
+    def _new_api_client(self) -> Any:
+        import urllib3  # noqa: PLC0415
+
+        import garm_client  # noqa: PLC0415
+
+        configuration = garm_client.Configuration(host=f"{self.base_url}/api/v1")
+        # One attempt per call: the next reconcile retries, and an outage must show at once.
+        configuration.retries = urllib3.Retry(total=0, redirect=0, raise_on_status=False)
+        configuration.api_key_prefix["Bearer"] = "Bearer"
+        if self._token:
+            configuration.api_key["Bearer"] = self._token
+        return garm_client.ApiClient(configuration)
+
+    @staticmethod
+    def _models() -> Any:
+        import garm_client.models  # noqa: PLC0415
+
+        return garm_client.models
+
+
+class _ApiFacade:
+    """Finds a generated operation by name on whichever generated API class defines it."""
+
+    _API_CLASSES = (
+        "ControllerApi",
+        "ControllerInfoApi",
+        "CredentialsApi",
+        "EndpointsApi",
+        "EnterprisesApi",
+        "FirstRunApi",
+        "InstancesApi",
+        "LoginApi",
+        "MetricsTokenApi",
+        "OrganizationsApi",
+        "ProvidersApi",
+        "RepositoriesApi",
+        "ScalesetsApi",
+        "TemplatesApi",
+    )
+
+    def __init__(self, api_client: Any) -> None:
+        self._api_client = api_client
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        import garm_client  # noqa: PLC0415
+
+        for class_name in self._API_CLASSES:
+            api = getattr(garm_client, class_name)
+            method = getattr(api, f"{name}_without_preload_content", None)
+            if method is not None:
+                return getattr(api(self._api_client), f"{name}_without_preload_content")
+        raise AttributeError(name)
+
+
+def _api_error(operation: str, status: int, payload: bytes) -> GarmApiError:
+    error, details = _error_fields(payload)
+    if status == 409 and error == "init_required":
+        return GarmNotInitialised(operation, status, error, details)
+    if status == 409 and error == "urls_required":
+        return GarmUrlsRequired(operation, status, error, details)
+    by_status: dict[int, type[GarmApiError]] = {
+        400: GarmBadRequest,
+        401: GarmUnauthorized,
+        404: GarmNotFound,
+        409: GarmConflict,
+    }
+    kind = by_status.get(status, GarmServerError if status >= 500 else GarmApiError)
+    return kind(operation, status, error, details)
+
+
+def _error_fields(payload: bytes) -> tuple[str, str]:
+    """Read GARM's `{"error", "details"}`; a non-JSON body (e.g. `Unauthorized`) is the title."""
+    text = payload.decode("utf-8", errors="replace").strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text[:200], ""
+    if not isinstance(body, Mapping):
+        return text[:200], ""
+    fields = cast("Mapping[str, Any]", body)
+    return str(fields.get("error") or ""), str(fields.get("details") or "")
+
+
+def _describe_outage(error: BaseException) -> str:
+    reason = getattr(error, "reason", None)
+    return f"{type(error).__name__}: {reason or error}"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _require_pkcs1(private_key_pem: bytes) -> None:
+    if b"-----BEGIN RSA PRIVATE KEY-----" not in private_key_pem:
+        raise InvalidRequest(
+            "the GitHub App private key must be PKCS#1 ('BEGIN RSA PRIVATE KEY'); "
+            "convert it with 'openssl rsa -in key.pem -traditional'"
+        )

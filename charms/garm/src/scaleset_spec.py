@@ -1,0 +1,49 @@
+"""`ScalesetSpec`: what one configurator asks for, as the scale-set reconciler consumes it.
+
+A spec is built by `charm_state` from relation data (already validated there) and is pure data:
+no I/O, no ops, no GARM types beyond `EntityKind`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from garm_models import EntityKind
+
+
+@dataclasses.dataclass(frozen=True)
+class EntityRef:
+    """The GitHub entity a scale set serves: `owner/name` for a repository, else an org name."""
+
+    kind: EntityKind
+    name: str
+
+    def __str__(self) -> str:
+        """Return the form operators type: `org` or `owner/repo`."""
+        return self.name
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalesetSpec:
+    """One scale set as the operator configured it.
+
+    `name` is the logical name; the live name GARM shows adds a hash of what GARM cannot change
+    in place (labels, provider, entity), see `scaleset_reconciler`.
+    """
+
+    name: str
+    entity: EntityRef
+    provider_name: str
+    labels: tuple[str, ...]
+    image: str
+    flavor: str
+    max_runners: int
+    min_idle_runners: int = 0
+    os_type: str = "linux"
+    os_arch: str = "amd64"
+    runner_group: str = "Default"
+    runner_bootstrap_timeout: int = 20
+    extra_specs: Mapping[str, Any] = dataclasses.field(default_factory=dict[str, Any])
+    template_name: str | None = None

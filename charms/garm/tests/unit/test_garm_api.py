@@ -1,0 +1,595 @@
+"""garm_api against real HTTP, answering with bodies recorded from a running GARM.
+
+Recordings live in tests/contract/wire/ (copied from a GARM at commit afda4e76). Where GARM's
+behaviour was not recorded, the body is the one REFERENCE.md documents, built from a recording.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+import garm_api
+from garm_api import (
+    EntityKind,
+    GarmApiError,
+    GarmBadRequest,
+    GarmClient,
+    GarmConflict,
+    GarmNotFound,
+    GarmNotInitialised,
+    GarmServerError,
+    GarmUnauthorized,
+    GarmUnreachable,
+    GarmUrlsRequired,
+    InvalidRequest,
+    ScaleSetCreate,
+    ScaleSetUpdate,
+)
+
+WIRE = Path(__file__).resolve().parents[4] / "tests" / "contract" / "wire"
+REPO_ID = "c35919a8-8f26-4fc5-ba84-a7386cbd45c8"
+TOKEN = "header.payload.signature"
+
+
+def recording(name: str) -> dict[str, Any]:
+    """Load one recorded step."""
+    return json.loads((WIRE / f"{name}.json").read_text())
+
+
+def serve(server: HTTPServer, name: str, method: str, path: str) -> None:
+    """Answer `method path` with the recorded status and raw body of step `name`."""
+    step = recording(name)
+    server.expect_request(path, method=method).respond_with_data(
+        step["raw_response"], status=step["status"], content_type="application/json"
+    )
+
+
+def sent_json(server: HTTPServer, index: int = -1) -> Any:
+    """The JSON body of a request the server received."""
+    request, _ = server.log[index]
+    return json.loads(request.get_data())
+
+
+@pytest.fixture
+def client(httpserver: HTTPServer) -> GarmClient:
+    """A client logged in with a token, pointed at the test server."""
+    return GarmClient(httpserver.url_for("/").rstrip("/"), token=TOKEN, read_timeout=2)
+
+
+# Normalisation ------------------------------------------------------------------------------
+
+
+def test_list_normalises_absent_fields(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: GARM's recorded per-repo list, whose second scale set is disabled with 0 idle.
+
+    Act: list the repository's scale sets through list_scalesets' parser.
+    Assert: absent `enabled`/`min_idle_runners` read as False/0, never None; fields lists omit
+    are None; the entity and labels come through.
+    """
+    serve(httpserver, "21_6b_list_repo_scalesets", "GET", "/api/v1/scalesets")
+
+    enabled, disabled = client.list_scalesets()
+
+    assert enabled.enabled is True
+    assert disabled.enabled is False
+    assert disabled.min_idle_runners == 0
+    assert disabled.max_runners == 1
+    assert disabled.extra_specs is None
+    assert disabled.template_name is None
+    assert disabled.entity_kind is EntityKind.REPOSITORY
+    assert disabled.entity_id == REPO_ID
+    assert disabled.entity_name == "fake-org/fake-repo"
+    assert disabled.labels == ("harness", "x64")
+    assert disabled.desired_runner_count == 0
+    assert disabled.extended_state == ""
+
+
+def test_get_by_id_carries_template_name(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: a recorded GET /scalesets/8. Act: get it. Assert: the fields only GET has."""
+    serve(httpserver, "18_6b_get_min0_enabled", "GET", "/api/v1/scalesets/8")
+
+    scaleset = client.get_scaleset(8)
+
+    assert scaleset.id == 8
+    assert scaleset.template_name == "github_linux"
+    assert scaleset.template_id == 2
+    assert scaleset.runner_group == "Default"
+    assert scaleset.created_at.year == 2026
+
+
+def test_absent_max_runners_reads_zero(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: a retired scale set as GARM sends it after max 0 (C12: the key is absent).
+
+    Act: get it. Assert: max_runners is 0, enabled False, min idle 0.
+    """
+    body = json.loads(recording("27_6c_get_after_disable")["raw_response"])
+    for key in ("max_runners", "min_idle_runners", "enabled"):
+        body.pop(key, None)
+    httpserver.expect_request("/api/v1/scalesets/8").respond_with_json(body)
+
+    scaleset = client.get_scaleset(8)
+
+    assert (scaleset.enabled, scaleset.min_idle_runners, scaleset.max_runners) == (False, 0, 0)
+
+
+def test_labels_compare_case_insensitively(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: a scale set whose tags GARM returns as `X64` and `harness`.
+
+    Act: ask which of some wanted labels are missing.
+    Assert: letter case and surrounding space do not count; a truly missing label does.
+    """
+    body = json.loads(recording("18_6b_get_min0_enabled")["raw_response"])
+    body["tags"][0]["name"] = "X64"
+    httpserver.expect_request("/api/v1/scalesets/8").respond_with_json(body)
+
+    scaleset = client.get_scaleset(8)
+
+    assert scaleset.missing_labels(["x64", " HARNESS "]) == frozenset()
+    assert scaleset.missing_labels(["x64", "gpu"]) == frozenset({"gpu"})
+
+
+def test_scaleset_without_tags_has_no_labels(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: a scale set created without labels (`tags` absent). Act: get. Assert: ()."""
+    body = json.loads(recording("18_6b_get_min0_enabled")["raw_response"])
+    del body["tags"]
+    httpserver.expect_request("/api/v1/scalesets/8").respond_with_json(body)
+
+    assert client.get_scaleset(8).labels == ()
+
+
+def test_instances_decode_provider_fault(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: the recorded instance list, plus a faulted runner with base64 provider_fault.
+
+    Act: list all instances. Assert: the fault is decoded bytes; absent fields are empty.
+    """
+    instances = json.loads(recording("31_6d_list_instances_min1")["raw_response"])
+    faulted = dict(instances[0], name="garm-faulted", id="0f0f", status="error")
+    faulted["provider_fault"] = base64.b64encode(b"quota exceeded").decode()
+    httpserver.expect_request("/api/v1/instances").respond_with_json([*instances, faulted])
+
+    healthy, broken = client.list_instances()
+
+    assert healthy.provider_fault == b""
+    assert healthy.scale_set_id == 10
+    assert healthy.runner_status == "pending"
+    assert broken.provider_fault == b"quota exceeded"
+
+
+def test_empty_instance_list(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: recorded `[]` for an unknown scale set (C: 200 []). Act: list. Assert: []."""
+    serve(httpserver, "54_6f_instances_not_found", "GET", "/api/v1/scalesets/999999/instances")
+
+    assert client.list_scaleset_instances(999999) == []
+
+
+def test_null_credentials_list_is_empty(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: GARM answers `null` when there are no credentials. Act: list. Assert: []."""
+    httpserver.expect_request("/api/v1/github/credentials").respond_with_data(
+        "null\n", content_type="application/json"
+    )
+
+    assert client.list_github_credentials() == []
+
+
+def test_credentials_read_hyphenated_auth_type(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: credentials as embedded in a recorded org. Act: list. Assert: `auth-type` read."""
+    org = json.loads(recording("111_x_create_org")["raw_response"])
+    httpserver.expect_request("/api/v1/github/credentials").respond_with_json([org["credentials"]])
+
+    (credentials,) = client.list_github_credentials()
+
+    assert credentials.auth_type == "pat"
+    assert credentials.endpoint_name == "fake-ghes"
+    assert credentials.id == 1
+
+
+def test_organizations_parse(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: a recorded organization. Act: list organizations. Assert: typed entity."""
+    org = json.loads(recording("111_x_create_org")["raw_response"])
+    httpserver.expect_request("/api/v1/organizations").respond_with_json([org])
+
+    (entity,) = client.list_entities(EntityKind.ORGANIZATION)
+
+    assert entity.kind is EntityKind.ORGANIZATION
+    assert entity.name == "fake-org"
+    assert entity.credentials_name == "fake-pat"
+    assert entity.pool_manager_running is False
+
+
+def test_template_data_is_decoded_and_null_in_lists(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: a template list with `data: null` and a GET with base64 data.
+
+    Act: list, then get. Assert: None in the list, decoded bytes from the GET.
+    """
+    template = {
+        "id": 2,
+        "created_at": "2026-11-29T22:49:40.1Z",
+        "updated_at": "2026-11-29T22:49:40.1Z",
+        "name": "github_linux",
+        "description": "Default GitHub Linux template",
+        "os_type": "linux",
+        "forge_type": "github",
+        "owner_id": "system",
+    }
+    httpserver.expect_request("/api/v1/templates").respond_with_json([{**template, "data": None}])
+    httpserver.expect_request("/api/v1/templates/2").respond_with_json(
+        {**template, "data": base64.b64encode(b"#!/bin/bash\n").decode()}
+    )
+
+    (listed,) = client.list_templates()
+    fetched = client.get_template(2)
+
+    assert listed.data is None
+    assert fetched.data == b"#!/bin/bash\n"
+    assert fetched.owner_id == "system"
+
+
+# Requests sent ------------------------------------------------------------------------------
+
+
+def test_create_sends_github_runner_group_and_token(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: GARM answers a create with the recorded scale set.
+
+    Act: create a scale set under the repository.
+    Assert: the body uses `github-runner-group`, sends no nulls, and carries the bearer token.
+    """
+    serve(
+        httpserver,
+        "17_6a_create_min0_enabled",
+        "POST",
+        f"/api/v1/repositories/{REPO_ID}/scalesets",
+    )
+
+    created = client.create_scaleset(
+        EntityKind.REPOSITORY,
+        REPO_ID,
+        ScaleSetCreate(
+            name="acc-min0",
+            provider_name="fake",
+            image="ubuntu:22.04",
+            flavor="small",
+            labels=("harness", "x64"),
+            max_runners=3,
+            runner_group="Default",
+        ),
+    )
+
+    request, _ = httpserver.log[-1]
+    body = sent_json(httpserver)
+    assert request.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert body["github-runner-group"] == "Default"
+    assert body["labels"] == ["harness", "x64"]
+    assert body["enabled"] is True
+    assert None not in body.values()
+    assert created.name == "acc-min0"
+
+
+def test_update_sends_runner_group_and_zero_counts(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: GARM answers an update with the recorded scale set.
+
+    Act: retire it (disabled, min 0, max 0) and set the runner group.
+    Assert: zeros and False are sent (not dropped), the key is `runner_group`, nothing else.
+    """
+    serve(httpserver, "26_6c_update_disable", "PUT", "/api/v1/scalesets/8")
+
+    client.update_scaleset(
+        8, ScaleSetUpdate(enabled=False, min_idle_runners=0, max_runners=0, runner_group="g")
+    )
+
+    assert sent_json(httpserver) == {
+        "enabled": False,
+        "min_idle_runners": 0,
+        "max_runners": 0,
+        "runner_group": "g",
+    }
+
+
+def test_delete_answers_none_for_empty_body(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: GARM's recorded 200 with an empty body (C8). Act: delete. Assert: no error."""
+    serve(httpserver, "42_6e_delete_after_instances_gone", "DELETE", "/api/v1/scalesets/10")
+
+    client.delete_scaleset(10)
+
+    assert httpserver.log[-1][1].status_code == 200
+
+
+def test_force_delete_instance_sends_both_flags(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: GARM answers 200 empty. Act: force-remove a runner. Assert: both query flags."""
+    httpserver.expect_request("/api/v1/instances/garm-abc", method="DELETE").respond_with_data(
+        "", content_type="application/json"
+    )
+
+    client.delete_instance("garm-abc")
+
+    request, _ = httpserver.log[-1]
+    assert request.args["forceRemove"] == "true"
+    assert request.args["bypassGHUnauthorized"] == "true"
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"max_runners": 0}, "max_runners must be at least 1"),
+        ({"min_idle_runners": 3, "max_runners": 2}, "min_idle_runners must not exceed"),
+        ({"provider_name": ""}, "provider_name is empty"),
+        ({"name": " "}, "name is empty"),
+        ({"os_type": ""}, "os_type must be linux or windows"),
+    ],
+)
+def test_create_refuses_late_validation_before_calling(
+    httpserver: HTTPServer, client: GarmClient, change: dict[str, Any], problem: str
+):
+    """Arrange: a create GARM would answer with 500 after touching GitHub (C11).
+
+    Act: create. Assert: InvalidRequest naming the problem, and no request reached the server.
+    """
+    params: dict[str, Any] = {
+        "name": "s",
+        "provider_name": "openstack",
+        "image": "i",
+        "flavor": "f",
+        "labels": ("x",),
+        "max_runners": 2,
+    }
+
+    with pytest.raises(InvalidRequest, match=problem):
+        client.create_scaleset(EntityKind.REPOSITORY, REPO_ID, ScaleSetCreate(**params | change))
+
+    assert httpserver.log == []
+
+
+def test_pkcs8_key_is_refused_before_calling(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: a PKCS#8 App key, which GARM answers with 500 (C16).
+
+    Act: create App credentials. Assert: InvalidRequest that says how to convert; no request.
+    """
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pkcs8 = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+    with pytest.raises(InvalidRequest, match="PKCS#1"):
+        client.create_github_app_credentials(
+            "app", endpoint="github.com", app_id=1, installation_id=2, private_key_pem=pkcs8
+        )
+
+    assert httpserver.log == []
+
+
+def test_app_key_is_sent_base64(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: a PKCS#1 key; GARM answers with App credentials.
+
+    Act: create App credentials. Assert: `private_key_bytes` is the base64 of the PEM.
+    """
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    org = json.loads(recording("111_x_create_org")["raw_response"])
+    answer = dict(org["credentials"], **{"auth-type": "app", "name": "app"})
+    httpserver.expect_request("/api/v1/github/credentials", method="POST").respond_with_json(
+        answer
+    )
+
+    created = client.create_github_app_credentials(
+        "app", endpoint="fake-ghes", app_id=1, installation_id=2, private_key_pem=pem
+    )
+
+    body = sent_json(httpserver)
+    assert body["auth_type"] == "app"
+    assert base64.b64decode(body["app"]["private_key_bytes"]) == pem
+    assert created.auth_type == "app"
+
+
+# Errors ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "method", "path", "kind", "details"),
+    [
+        ("34_6e_delete_with_instance_enabled", "DELETE", "/api/v1/scalesets/10", GarmBadRequest,
+         "scale set has runners"),
+        ("52_6f_get_bad_id", "GET", "/api/v1/scalesets/abc", GarmBadRequest, "invalid request"),
+        ("51_6f_get_not_found", "GET", "/api/v1/scalesets/999999", GarmNotFound,
+         "error fetching scale set"),
+        ("64_6f_bad_token", "GET", "/api/v1/scalesets", GarmUnauthorized, ""),
+        ("15_6a_create_dup_second", "GET", "/api/v1/scalesets", GarmConflict,
+         "error creating runner scale set"),
+        ("56_6f_create_missing_provider", "GET", "/api/v1/scalesets", GarmServerError, ""),
+    ],
+)  # fmt: skip
+def test_error_statuses_map_to_types(
+    httpserver: HTTPServer,
+    client: GarmClient,
+    name: str,
+    method: str,
+    path: str,
+    kind: type[GarmApiError],
+    details: str,
+):
+    """Arrange: a recorded error answer. Act: make the call. Assert: the type, status, details."""
+    serve(httpserver, name, method, path)
+    call = {
+        "/api/v1/scalesets/10": lambda: client.delete_scaleset(10),
+        "/api/v1/scalesets/abc": lambda: client._call(  # pyright: ignore[reportPrivateUsage]
+            "get",
+            client._apis().get_scale_set,
+            scaleset_id="abc",  # pyright: ignore[reportPrivateUsage]
+        ),
+        "/api/v1/scalesets/999999": lambda: client.get_scaleset(999999),
+        "/api/v1/scalesets": client.list_scalesets,
+    }[path]
+
+    with pytest.raises(kind) as raised:
+        call()
+
+    assert raised.value.status == recording(name)["status"]
+    assert raised.value.details.startswith(details)
+    assert not isinstance(raised.value, GarmUnreachable)
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ({"error": "init_required", "details": "Missing superuser"}, GarmNotInitialised),
+        (
+            {
+                "error": "urls_required",
+                "details": "Missing required URLs. Make sure you update the metadata and "
+                "callback URLs",
+            },
+            GarmUrlsRequired,
+        ),
+        ({"error": "Conflict", "details": "already initialized"}, GarmConflict),
+    ],
+)
+def test_409_gates_are_distinct(
+    httpserver: HTTPServer, client: GarmClient, body: dict[str, str], kind: type[GarmApiError]
+):
+    """Arrange: GARM's 409 bodies (REFERENCE §2). Act: controller-info. Assert: exact type."""
+    httpserver.expect_request("/api/v1/controller-info").respond_with_json(body, status=409)
+
+    with pytest.raises(kind) as raised:
+        client.controller_info()
+
+    assert type(raised.value) is kind
+    if kind is GarmConflict:
+        assert not isinstance(raised.value, garm_api.GarmNotReady)
+
+
+def test_wrong_password_is_unauthorized_without_the_password(httpserver: HTTPServer):
+    """Arrange: GARM's recorded 401 for a wrong password.
+
+    Act: log in. Assert: GarmUnauthorized whose text does not contain the password.
+    """
+    serve(httpserver, "65_6f_login_wrong_password", "POST", "/api/v1/auth/login")
+    client = GarmClient(httpserver.url_for("/").rstrip("/"))
+
+    with pytest.raises(GarmUnauthorized) as raised:
+        client.login("admin", "S3cret-Pa55word-never-logged")
+
+    assert "S3cret" not in str(raised.value)
+    assert raised.value.error == "Not Authorized"
+
+
+def test_login_keeps_the_token(httpserver: HTTPServer):
+    """Arrange: a login answer, then a list. Act: log in and list. Assert: the token is sent."""
+    httpserver.expect_request("/api/v1/auth/login", method="POST").respond_with_json(
+        {"token": "new.jwt.token"}
+    )
+    serve(httpserver, "21_6b_list_repo_scalesets", "GET", "/api/v1/scalesets")
+    client = GarmClient(httpserver.url_for("/").rstrip("/"))
+
+    client.login("admin", "pw")
+    client.list_scalesets()
+
+    assert httpserver.log[-1][0].headers["Authorization"] == "Bearer new.jwt.token"
+
+
+def test_non_json_error_body_is_kept_as_title(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: GARM's plain-text 401 for a non-admin user. Act: list. Assert: title kept."""
+    httpserver.expect_request("/api/v1/scalesets").respond_with_data("Unauthorized", status=401)
+
+    with pytest.raises(GarmUnauthorized, match="Unauthorized"):
+        client.list_scalesets()
+
+
+# Outages --------------------------------------------------------------------------------------
+
+
+def test_refused_connection_is_an_outage_not_a_refusal():
+    """Arrange: a port nobody listens on. Act: list. Assert: GarmUnreachable, not GarmApiError."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = GarmClient(f"http://127.0.0.1:{port}", token=TOKEN)
+
+    def list_handling_refusals() -> None:
+        try:
+            client.list_scalesets()
+        except GarmApiError:  # a handler for refusals must not see the outage
+            pytest.fail("an outage reached a handler for API refusals")
+
+    with pytest.raises(GarmUnreachable) as raised:
+        list_handling_refusals()
+
+    assert "list scale sets" in str(raised.value)
+
+
+def test_timeout_is_an_outage(httpserver: HTTPServer):
+    """Arrange: GARM that answers after the read timeout. Act: list. Assert: GarmUnreachable."""
+
+    def slow(_: Request) -> Response:
+        time.sleep(1.0)
+        return Response("[]", content_type="application/json")
+
+    httpserver.expect_request("/api/v1/scalesets").respond_with_handler(slow)
+    client = GarmClient(httpserver.url_for("/").rstrip("/"), token=TOKEN, read_timeout=0.2)
+
+    started = time.monotonic()
+    with pytest.raises(GarmUnreachable):
+        client.list_scalesets()
+
+    assert time.monotonic() - started < 0.9
+
+
+@pytest.fixture
+def resetting_server() -> Iterator[str]:
+    """A TCP server that accepts one connection and resets it without answering."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(5)
+
+        def reset_one() -> None:
+            connection, _ = listener.accept()
+            # SO_LINGER on, 0 seconds: close() sends RST instead of FIN.
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            connection.recv(65536)
+            connection.close()
+
+        worker = threading.Thread(target=reset_one, daemon=True)
+        worker.start()
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+        worker.join(timeout=5)
+
+
+def test_reset_connection_is_an_outage(resetting_server: str):
+    """Arrange: a server that resets the connection. Act: list. Assert: GarmUnreachable."""
+    client = GarmClient(resetting_server, token=TOKEN)
+
+    with pytest.raises(GarmUnreachable):
+        client.list_scalesets()
+
+
+def test_module_import_does_not_load_the_generated_client():
+    """Arrange: a fresh interpreter. Act: import garm_api. Assert: garm_client is not loaded."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    src = Path(garm_api.__file__).parent
+    code = "import sys, garm_api; print('garm_client' in sys.modules, 'pydantic' in sys.modules)"
+
+    output = subprocess.run(
+        [sys.executable, "-c", code], cwd=src, capture_output=True, text=True, check=True
+    ).stdout
+
+    assert output.split() == ["False", "False"]
