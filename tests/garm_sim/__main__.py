@@ -1,0 +1,36 @@
+"""Run the simulator standalone: `python -m garm_sim --port 9997` from the tests/ directory."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+
+from garm_sim.sim import GarmSim
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Start the simulator, print its URL and admin credentials, serve until interrupted."""
+    parser = argparse.ArgumentParser(prog="python -m garm_sim", description=__doc__)
+    parser.add_argument("--port", type=int, default=9997, help="port on 127.0.0.1 (0 = free)")
+    parser.add_argument("--provider", action="append", help="provider name (repeatable)")
+    parser.add_argument(
+        "--fresh", action="store_true", help="start uninitialised (no admin, no URLs)"
+    )
+    parser.add_argument("--boot-seconds", type=float, default=0.0, help="runner boot time")
+    args = parser.parse_args(argv)
+    sim = GarmSim(args.provider, port=args.port, boot_seconds=args.boot_seconds)
+    sim.start()
+    print(f"GARM simulator listening on {sim.url} (API under {sim.url}/api/v1)", flush=True)
+    if not args.fresh:
+        sim.bootstrap()
+        print(f"admin username: admin\nadmin password: {sim.admin_password}", flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sim.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,143 @@
+"""Tokens, first-run validation and the middleware gates (init, URLs, JWT)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import string
+from typing import Any, cast
+
+from garm_sim.errors import authentication_failed, init_required, urls_required
+from garm_sim.routing import Gate
+from garm_sim.state import SimState
+
+TOKEN_TTL_SECONDS = 24 * 3600
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_MIN_STRONG_LENGTH = 12
+_MIN_CHARACTER_CLASSES = 3
+
+
+class TokenSigner:
+    """Issues and checks HS256 JWTs like GARM's (`user`, `is_admin`, `exp`, `iss: garm`, ...)."""
+
+    def __init__(self) -> None:
+        self._secret = secrets.token_bytes(32)
+
+    def issue(self, state: SimState, *, user: str, read_metrics: bool = False) -> str:
+        """Return a signed token for a user (empty user = a metrics token)."""
+        claims: dict[str, Any] = {
+            "user": user,
+            "token_id": secrets.token_hex(8),
+            "full_name": state.admin.full_name if state.admin and user else "",
+            "is_admin": bool(user),
+            "read_metrics": read_metrics,
+            "generation": state.admin.generation if state.admin else 0,
+            "exp": int(state.clock.now()) + TOKEN_TTL_SECONDS,
+            "iss": "garm",
+        }
+        header = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+        payload = _b64url(json.dumps(claims).encode())
+        return f"{header}.{payload}.{self._sign(f'{header}.{payload}')}"
+
+    def user_of(self, state: SimState, authorization: str | None) -> str:
+        """Return the admin username a request is authenticated as.
+
+        Args:
+            state: the database (for the admin and the clock).
+            authorization: the `Authorization` header.
+
+        Raises:
+            ApiError: 401 `Authentication failed` for a missing, malformed, forged or expired
+                token, and for a metrics token (it has no user).
+        """
+        parts = (authorization or "").split(" ")
+        if len(parts) != 2:  # GARM splits on spaces and wants exactly two parts
+            raise authentication_failed()
+        claims = self._verified_claims(parts[1])
+        admin = state.admin
+        valid = (
+            claims is not None
+            and admin is not None
+            and claims.get("user") == admin.username
+            and claims.get("generation") == admin.generation
+            and int(claims.get("exp", 0)) > state.clock.now()
+        )
+        if not valid or admin is None:
+            raise authentication_failed()
+        return admin.username
+
+    def _verified_claims(self, token: str) -> dict[str, Any] | None:
+        pieces = token.split(".")
+        if len(pieces) != 3:
+            return None
+        header, payload, signature = pieces
+        if not hmac.compare_digest(signature, self._sign(f"{header}.{payload}")):
+            return None
+        try:
+            decoded: Any = json.loads(
+                base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+            )
+        except ValueError:
+            return None
+        return cast("dict[str, Any]", decoded) if isinstance(decoded, dict) else None
+
+    def _sign(self, signing_input: str) -> str:
+        digest = hmac.new(self._secret, signing_input.encode(), hashlib.sha256).digest()
+        return _b64url(digest)
+
+
+def check_gate(state: SimState, gate: Gate) -> None:
+    """Apply the init-required and URLs-required middlewares in GARM's order.
+
+    Raises:
+        ApiError: 409 `init_required` before first-run, 409 `urls_required` before the
+            controller URLs are set (on `full` routes, before authentication).
+    """
+    if gate == "open":
+        return
+    if state.admin is None:
+        raise init_required()
+    controller = state.controller
+    if gate == "full" and not (controller.metadata_url and controller.callback_url):
+        raise urls_required()
+
+
+def user_problem(username: str, email: str, password: str) -> str | None:
+    """Return why first-run refuses these values, or None when they are acceptable."""
+    if not username or not email:
+        return "missing username or email"
+    if len(username) > 64 or not username.isalnum():
+        return "invalid username"
+    if len(email) > 254 or not _EMAIL.match(email):
+        return "invalid email address"
+    if not is_strong(password):
+        return "password is too weak"
+    return None
+
+
+def is_strong(password: str) -> bool:
+    """Approximate zxcvbn score 4: long, mixed, and not one repeated character.
+
+    GARM rejects anything below zxcvbn's top score; a long password from at least three
+    character classes passes here, short or simple ones do not.
+    """
+    classes = [
+        any(c in string.ascii_lowercase for c in password),
+        any(c in string.ascii_uppercase for c in password),
+        any(c in string.digits for c in password),
+        any(not c.isalnum() for c in password),
+    ]
+    return (
+        len(password) >= _MIN_STRONG_LENGTH
+        and sum(classes) >= _MIN_CHARACTER_CLASSES
+        and len(set(password)) > len(password) // 3
+        and "password" not in password.lower()
+    )
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")

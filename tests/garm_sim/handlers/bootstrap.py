@@ -1,0 +1,130 @@
+"""First-run, login, controller info and URLs, metrics token, providers."""
+
+from __future__ import annotations
+
+import uuid
+from functools import partial
+from typing import Any
+from urllib.parse import urlsplit
+
+from garm_sim.auth import TokenSigner, user_problem
+from garm_sim.errors import bad_request, conflict, not_authorized
+from garm_sim.model import User
+from garm_sim.routing import Request, Response, Route
+
+_AGENT_RELEASES = "https://api.github.com/repos/cloudbase/garm-agent/releases"
+_URL_FIELDS = ("metadata_url", "callback_url", "webhook_url", "agent_url")
+
+
+def routes(signer: TokenSigner) -> list[Route]:
+    """Return the bootstrap routes."""
+    return [
+        Route("POST", "/first-run", first_run, gate="open"),
+        Route("POST", "/auth/login", partial(login, signer), gate="init"),
+        Route("GET", "/controller", controller_info, gate="controller"),
+        Route("PUT", "/controller", update_controller, gate="controller"),
+        Route("GET", "/controller-info", controller_info),
+        Route("GET", "/metrics-token", partial(metrics_token, signer)),
+        Route("GET", "/providers", list_providers),
+    ]
+
+
+def first_run(request: Request) -> Response:
+    """Create the admin user, once."""
+    state = request.state
+    if state.admin is not None:
+        raise conflict("already initialized")
+    body = request.body()
+    username, email, password = body.text("username"), body.text("email"), body.text("password")
+    problem = user_problem(username, email, password)
+    if problem is not None:
+        raise bad_request(problem)
+    now = state.clock.stamp()
+    state.admin = User(str(uuid.uuid4()), username, email, body.text("full_name"), password, now)
+    return Response(200, user_json(state.admin))
+
+
+def user_json(user: User) -> dict[str, Any]:
+    """Return the `User` GARM answers first-run with."""
+    out: dict[str, Any] = {"id": user.id, "created_at": user.created_at}
+    out |= {"updated_at": user.created_at, "email": user.email, "username": user.username}
+    if user.full_name:
+        out["full_name"] = user.full_name
+    return out | {"enabled": True, "is_admin": True}
+
+
+def login(signer: TokenSigner, request: Request) -> Response:
+    """Exchange the admin's username and password for a token."""
+    body = request.body()
+    admin = request.state.admin
+    if admin is None or (body.text("username"), body.text("password")) != (
+        admin.username,
+        admin.password,
+    ):
+        raise not_authorized()
+    return Response(200, {"token": signer.issue(request.state, user=admin.username)})
+
+
+def controller_info(request: Request) -> Response:
+    """Return `ControllerInfo`."""
+    return Response(200, controller_json(request))
+
+
+def controller_json(request: Request) -> dict[str, Any]:
+    """Return `ControllerInfo`; URL fields are absent until set."""
+    controller = request.state.controller
+    out: dict[str, Any] = {"controller_id": controller.controller_id, "hostname": "garm-sim"}
+    for key in ("metadata_url", "callback_url", "webhook_url"):
+        if getattr(controller, key):
+            out[key] = getattr(controller, key)
+    if controller.webhook_url:
+        out["controller_webhook_url"] = f"{controller.webhook_url}/{controller.controller_id}"
+    agent_url = controller.agent_url or _origin(controller.callback_url)
+    if agent_url:
+        out["agent_url"] = agent_url
+    return out | {
+        "garm_agent_releases_url": _AGENT_RELEASES,
+        "enable_agent_tools_sync": False,
+        "garm_agent_version": "",
+        "allow_insecure_garm_agent": False,
+        "minimum_job_age_backoff": controller.minimum_job_age_backoff,
+        "version": "v0.2.1-sim",
+    }
+
+
+def update_controller(request: Request) -> Response:
+    """Set the controller URLs (any scheme, but a scheme and a host are required)."""
+    body = request.body()
+    controller = request.state.controller
+    updates: dict[str, str] = {}
+    for key in _URL_FIELDS:
+        value = body.string(key)
+        if value is None:
+            continue
+        parts = urlsplit(value)
+        if not parts.scheme or not parts.netloc:
+            raise bad_request(f"invalid {key}")
+        updates[key] = value
+    backoff = body.uint("minimum_job_age_backoff")
+    for key, value in updates.items():
+        setattr(controller, key, value)
+    if backoff is not None:
+        controller.minimum_job_age_backoff = backoff
+    info = controller_json(request)
+    info.pop("hostname")  # GARM does not fill it in the PUT answer
+    return Response(200, info)
+
+
+def metrics_token(signer: TokenSigner, request: Request) -> Response:
+    """Return a token that can read /metrics (and nothing else)."""
+    return Response(200, {"token": signer.issue(request.state, user="", read_metrics=True)})
+
+
+def list_providers(request: Request) -> Response:
+    """Return the configured providers (key `type`, not `provider_type`)."""
+    return Response(200, [dict(provider) for provider in request.state.providers])
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""

@@ -1,0 +1,163 @@
+"""The simulator's records: what GARM keeps in its database, reduced to what the API shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+EntityKind = Literal["repository", "organization", "enterprise"]
+
+# Instance statuses from which GARM lets a client delete a runner (runner/runner.go DeleteRunner).
+DELETABLE_STATUSES = ("running", "error", "pending_force_delete", "pending_delete")
+DELETING_STATUSES = ("pending_delete", "pending_force_delete", "deleting")
+
+
+@dataclass
+class User:
+    """The admin user made by first-run."""
+
+    id: str
+    username: str
+    email: str
+    full_name: str
+    password: str
+    created_at: str
+    generation: int = 0
+
+
+@dataclass
+class Controller:
+    """The controller row: exists from start; URLs are set through PUT /controller."""
+
+    controller_id: str
+    metadata_url: str = ""
+    callback_url: str = ""
+    webhook_url: str = ""
+    agent_url: str = ""
+    minimum_job_age_backoff: int = 30
+    ca_cert_bundle: str = ""
+
+
+@dataclass
+class Endpoint:
+    """A GitHub endpoint."""
+
+    name: str
+    description: str
+    api_base_url: str
+    upload_base_url: str
+    base_url: str
+    created_at: str
+    updated_at: str
+    ca_cert_bundle: str = ""
+
+
+@dataclass
+class Credentials:
+    """GitHub credentials (PAT or App); secrets are kept but never serialised."""
+
+    id: int
+    name: str
+    description: str
+    auth_type: str
+    endpoint: str
+    created_at: str
+    updated_at: str
+    secret: dict[str, Any] = field(default_factory=lambda: {})
+
+
+@dataclass
+class Entity:
+    """A repository, organization or enterprise."""
+
+    id: str
+    kind: EntityKind
+    owner: str
+    name: str
+    credentials_id: int
+    webhook_secret: str
+    pool_balancing_type: str
+    created_at: str
+    updated_at: str
+    agent_mode: bool = False
+
+    @property
+    def display_name(self) -> str:
+        """Return `owner/name` for repositories and the name otherwise."""
+        return f"{self.owner}/{self.name}" if self.kind == "repository" else self.name
+
+
+@dataclass
+class Template:
+    """A runner install template; `data` holds the decoded bytes."""
+
+    id: int
+    name: str
+    description: str
+    os_type: str
+    forge_type: str
+    data: bytes
+    owner_id: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass
+class Tag:
+    """A global tag row, shared by every scale set that uses the label (any letter case)."""
+
+    id: str
+    name: str
+
+
+@dataclass
+class Instance:
+    """A runner instance of a scale set."""
+
+    id: str
+    name: str
+    provider_id: str
+    provider_name: str
+    agent_id: int
+    scaleset_id: int
+    os_type: str
+    os_arch: str
+    runner_group: str
+    created_at: str
+    updated_at: str
+    created_ns: int
+    status: str = "running"
+    runner_status: str = "idle"
+    provider_fault: bytes = b""
+
+
+@dataclass
+class ScaleSet:
+    """A scale set row plus the GitHub-side id it is linked to."""
+
+    id: int
+    github_id: int
+    entity_id: str
+    name: str
+    provider_name: str
+    image: str
+    flavor: str
+    os_type: str
+    os_arch: str
+    runner_prefix: str
+    runner_group: str
+    template_id: int
+    tag_ids: list[str]
+    created_at: str
+    updated_at: str
+    max_runners: int = 0
+    min_idle_runners: int = 0
+    enabled: bool = False
+    disable_update: bool = False
+    enable_shell: bool = False
+    runner_bootstrap_timeout: int = 20
+    extra_specs: str = ""
+    extended_state: str = ""
+    state: str = "pending_create"
+    desired_runner_count: int = 0
+    generation: int = 0

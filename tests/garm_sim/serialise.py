@@ -1,0 +1,179 @@
+"""GARM's JSON shapes, including which fields Go's `omitempty` leaves out.
+
+Keys come out in the order of GARM's Go structs, because that is what the recordings show.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from garm_sim.clock import GO_ZERO_TIME
+from garm_sim.model import Credentials, Endpoint, Entity, Instance, ScaleSet, Template
+from garm_sim.state import SimState, b64encode
+
+Json = dict[str, Any]
+ScaleSetView = Literal["detail", "all", "entity"]
+
+
+def endpoint_json(endpoint: Endpoint) -> Json:
+    """Return a `ForgeEndpoint`."""
+    out: Json = {
+        "name": endpoint.name,
+        "description": endpoint.description,
+        "api_base_url": endpoint.api_base_url,
+        "upload_base_url": endpoint.upload_base_url,
+        "base_url": endpoint.base_url,
+    }
+    _put(out, "ca_cert_bundle", endpoint.ca_cert_bundle)
+    out |= {
+        "created_at": endpoint.created_at,
+        "updated_at": endpoint.updated_at,
+        "endpoint_type": "github",
+    }
+    return out
+
+
+def credentials_json(state: SimState, creds: Credentials) -> Json:
+    """Return `ForgeCredentials` (note the response key `auth-type`); secrets never appear."""
+    endpoint = state.endpoints[creds.endpoint]
+    out: Json = {"id": creds.id, "name": creds.name}
+    _put(out, "description", creds.description)
+    out |= {
+        "api_base_url": endpoint.api_base_url,
+        "upload_base_url": endpoint.upload_base_url,
+        "base_url": endpoint.base_url,
+        "auth-type": creds.auth_type,
+        "forge_type": "github",
+        "endpoint": endpoint_json(endpoint),
+        "created_at": creds.created_at,
+        "updated_at": creds.updated_at,
+    }
+    return out
+
+
+def entity_json(state: SimState, entity: Entity) -> Json:
+    """Return a repository, organization or enterprise."""
+    creds = state.credentials[entity.credentials_id]
+    out: Json = {"id": entity.id}
+    if entity.kind == "repository":
+        out["owner"] = entity.owner
+    out |= {
+        "name": entity.name,
+        "credentials_name": creds.name,
+        "credentials": credentials_json(state, creds),
+        "credentials_id": creds.id,
+        "pool_manager_status": {},
+        "pool_balancing_type": entity.pool_balancing_type,
+        "endpoint": endpoint_json(state.entity_endpoint(entity)),
+        "created_at": entity.created_at,
+        "updated_at": entity.updated_at,
+        "agent_mode": entity.agent_mode,
+    }
+    return out
+
+
+def template_json(template: Template, *, with_data: bool) -> Json:
+    """Return a `Template`; list responses carry `data: null`."""
+    out: Json = {
+        "id": template.id,
+        "created_at": template.created_at,
+        "updated_at": template.updated_at,
+        "name": template.name,
+    }
+    _put(out, "description", template.description)
+    out |= {
+        "os_type": template.os_type,
+        "forge_type": template.forge_type,
+        "data": b64encode(template.data) if with_data else None,
+        "owner_id": template.owner_id,
+    }
+    return out
+
+
+def instance_json(state: SimState, instance: Instance, *, embedded: bool = False) -> Json:
+    """Return an `Instance`; instances embedded in a scale set lack `provider_name`."""
+    out: Json = {
+        "id": instance.id,
+        "provider_id": instance.provider_id,
+        "provider_name": "" if embedded else instance.provider_name,
+        "agent_id": instance.agent_id,
+        "name": instance.name,
+    }
+    _put(out, "os_type", instance.os_type)
+    out |= {"os_name": "ubuntu", "os_version": "24.04"}
+    _put(out, "os_arch", instance.os_arch)
+    out |= {"status": instance.status, "runner_status": instance.runner_status}
+    out["scale_set_id"] = instance.scaleset_id
+    if instance.provider_fault:
+        out["provider_fault"] = b64encode(instance.provider_fault)
+    out |= {
+        "created_at": instance.created_at,
+        "updated_at": instance.updated_at,
+        "github-runner-group": instance.runner_group,
+        "heartbeat": GO_ZERO_TIME,
+        "capabilities": {"has_shell": False},
+        "generation": 0,
+    }
+    return out
+
+
+def scaleset_json(state: SimState, scaleset: ScaleSet, view: ScaleSetView) -> Json:
+    """Return a `ScaleSet` as GARM sends it from one of its three read paths.
+
+    Args:
+        state: the database.
+        scaleset: the record.
+        view: `detail` (GET by id, create, update), `all` (GET /scalesets) or `entity`
+            (per-entity lists: empty endpoint, no `extra_specs`, `template_name`, `instances`).
+    """
+    out: Json = {"runner_prefix": scaleset.runner_prefix}
+    out |= {"created_at": scaleset.created_at, "updated_at": scaleset.updated_at}
+    out["id"] = scaleset.id
+    _put(out, "scale_set_id", scaleset.github_id)
+    out |= {"name": scaleset.name, "disable_update": scaleset.disable_update}
+    out["state"] = scaleset.state
+    _put(out, "extended_state", scaleset.extended_state)
+    out["provider_name"] = scaleset.provider_name
+    _put(out, "max_runners", scaleset.max_runners)
+    _put(out, "min_idle_runners", scaleset.min_idle_runners)
+    out |= {"image": scaleset.image, "flavor": scaleset.flavor, "os_type": scaleset.os_type}
+    _put(out, "os_arch", scaleset.os_arch)
+    _put(out, "enabled", scaleset.enabled)
+    if view == "detail":
+        embedded = [
+            instance_json(state, i, embedded=True) for i in state.scaleset_instances(scaleset.id)
+        ]
+        _put(out, "instances", embedded)
+    _put(out, "desired_runner_count", scaleset.desired_runner_count)
+    out |= {"enable_shell": scaleset.enable_shell, "generation": scaleset.generation}
+    out["endpoint"] = _scaleset_endpoint(state, scaleset, view)
+    out["runner_bootstrap_timeout"] = scaleset.runner_bootstrap_timeout
+    if view == "detail" and scaleset.extra_specs:
+        out["extra_specs"] = json.loads(scaleset.extra_specs)
+    out["github-runner-group"] = scaleset.runner_group
+    tags = sorted((state.tags[tag_id] for tag_id in scaleset.tag_ids), key=lambda tag: tag.id)
+    _put(out, "tags", [{"id": tag.id, "name": tag.name} for tag in tags])
+    out["status_messages"] = None
+    out |= _entity_keys(state, state.entities[scaleset.entity_id])
+    out["template_id"] = scaleset.template_id
+    if view != "entity":
+        out["template_name"] = state.templates[scaleset.template_id].name
+    return out
+
+
+def _scaleset_endpoint(state: SimState, scaleset: ScaleSet, view: ScaleSetView) -> Json:
+    if view == "entity":
+        return {"created_at": GO_ZERO_TIME, "updated_at": GO_ZERO_TIME}
+    return endpoint_json(state.entity_endpoint(state.entities[scaleset.entity_id]))
+
+
+def _entity_keys(state: SimState, entity: Entity) -> Json:
+    prefix = {"repository": "repo", "organization": "org", "enterprise": "enterprise"}[entity.kind]
+    return {f"{prefix}_id": entity.id, f"{prefix}_name": entity.display_name}
+
+
+def _put(out: Json, key: str, value: Any) -> None:
+    """Set a key unless the value is Go's zero value (what `omitempty` drops)."""
+    if value not in (None, "", 0, False, [], {}):
+        out[key] = value

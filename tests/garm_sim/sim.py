@@ -1,0 +1,308 @@
+"""`GarmSim`: start, stop and steer the simulator from tests."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import uuid
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+
+from garm_sim import scaling
+from garm_sim.auth import TokenSigner, check_gate
+from garm_sim.clock import SimClock
+from garm_sim.faults import Fault, FaultKind, FaultTable
+from garm_sim.github import GitHubBehaviour
+from garm_sim.handlers import all_routes
+from garm_sim.model import Credentials, Entity, EntityKind, Instance, ScaleSet, User
+from garm_sim.requestlog import LoggedRequest, RequestLog
+from garm_sim.routing import Match, Request, Response, Router
+from garm_sim.server import SimHTTPServer, not_routed
+from garm_sim.state import DEFAULT_PROVIDERS, SimState
+
+DEFAULT_USERNAME = "admin"
+
+
+class GarmSim:
+    """A GARM API server on 127.0.0.1 with GARM's wire behaviour.
+
+    Runner scaling is deterministic: GARM's worker pass (`tick()`) runs before every request
+    when `auto_tick` is true (the default), so runners appear and disappear "between" calls;
+    with `auto_tick=False` only `tick()` and `advance()` move runners.
+
+    Args:
+        providers: provider names (or `{"name", "type", "description"}` dicts) GARM is
+            configured with; default one external provider named `openstack`.
+        port: the port to listen on; 0 picks a free one.
+        auto_tick: run a worker pass before each request.
+        boot_seconds: how long (sim clock) new runners stay `pending_create`.
+        frozen_clock: only `clock.advance()` moves time.
+    """
+
+    def __init__(
+        self,
+        providers: Sequence[str | dict[str, str]] | None = None,
+        *,
+        port: int = 0,
+        auto_tick: bool = True,
+        boot_seconds: float = 0.0,
+        frozen_clock: bool = False,
+    ) -> None:
+        self.clock = SimClock(frozen=frozen_clock)
+        self.state = SimState(self.clock, _provider_list(providers))
+        self.faults = FaultTable()
+        self.log = RequestLog()
+        self.auto_tick = auto_tick
+        self.boot_seconds = boot_seconds
+        self.signer = TokenSigner()
+        self.router = Router(all_routes(self.signer))
+        self.port = port
+        self._server: SimHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def __enter__(self) -> GarmSim:
+        """Start serving."""
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Stop serving."""
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """Return the base URL, e.g. `http://127.0.0.1:41234` (the API is under /api/v1)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        """Listen and serve in a background thread."""
+        self._server = SimHTTPServer(self.port, self)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop serving and close the listening socket (clients then get refused)."""
+        if self._server is None:
+            return
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+
+    @contextmanager
+    def refusing_connections(self) -> Generator[None]:
+        """Refuse connections (as if GARM were down) inside the block; keep all state."""
+        self.stop()
+        try:
+            yield
+        finally:
+            self.start()
+
+    # -- request handling (called by the HTTP handler) -----------------------------------------
+
+    def dispatch(
+        self, match: Match | None, request: Request, authorization: str | None
+    ) -> Response:
+        """Run GARM's middlewares and the route's handler for one request."""
+        early = not_routed(match, request)
+        if early is not None or match is None or match.route is None:
+            return early or Response(405)
+        route = match.route
+        request.params = match.params
+        with self.state.lock:
+            if self.auto_tick:
+                scaling.tick(self.state, self.boot_seconds)
+            check_gate(self.state, route.gate)
+            if route.gate in ("controller", "full"):
+                request.username = self.signer.user_of(self.state, authorization)
+            return route.handler(request)
+
+    # -- bootstrap and seeding shortcuts -------------------------------------------------------
+
+    def bootstrap(
+        self,
+        username: str = DEFAULT_USERNAME,
+        password: str | None = None,
+        *,
+        set_urls: bool = True,
+    ) -> str:
+        """Do what first-run, login and PUT /controller would do; return an admin token.
+
+        Args:
+            username: the admin username.
+            password: the admin password (random when not given; see `admin_password`).
+            set_urls: also set the controller's metadata and callback URLs.
+        """
+        with self.state.lock:
+            if self.state.admin is None:
+                now = self.clock.stamp()
+                secret = password or f"Sim-{secrets.token_urlsafe(18)}-9"
+                self.state.admin = User(
+                    str(uuid.uuid4()), username, f"{username}@example.com", "", secret, now
+                )
+            if set_urls:
+                controller = self.state.controller
+                controller.metadata_url = f"{self.url}/api/v1/metadata"
+                controller.callback_url = f"{self.url}/api/v1/callbacks"
+                controller.webhook_url = f"{self.url}/webhooks"
+            return self.token()
+
+    @property
+    def admin_password(self) -> str:
+        """Return the admin's password (after bootstrap or first-run)."""
+        if self.state.admin is None:
+            raise LookupError("GARM is not initialised")
+        return self.state.admin.password
+
+    def token(self) -> str:
+        """Return a fresh admin token."""
+        admin = self.state.admin
+        if admin is None:
+            raise LookupError("GARM is not initialised")
+        return self.signer.issue(self.state, user=admin.username)
+
+    def seed_entity(
+        self, kind: EntityKind = "repository", name: str = "repo", owner: str = "org"
+    ) -> str:
+        """Create PAT credentials (once) and an entity directly; return the entity id."""
+        with self.state.lock:
+            state = self.state
+            now = self.clock.stamp()
+            if not state.credentials:
+                state.credentials[1] = Credentials(
+                    1, "sim-pat", "", "pat", "github.com", now, now, {"oauth2_token": "x"}
+                )
+                state.ids.credentials = 2
+            entity = Entity(
+                id=str(uuid.uuid4()),
+                kind=kind,
+                owner=owner if kind == "repository" else "",
+                name=name,
+                credentials_id=next(iter(state.credentials)),
+                webhook_secret=secrets.token_hex(16),
+                pool_balancing_type="roundrobin",
+                created_at=now,
+                updated_at=now,
+            )
+            state.entities[entity.id] = entity
+            return entity.id
+
+    # -- runners, jobs and time ----------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Run one pass of GARM's scale-set worker."""
+        scaling.tick(self.state, self.boot_seconds)
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward, then run a worker pass."""
+        self.clock.advance(seconds)
+        self.tick()
+
+    def scaleset(self, name_or_id: str | int) -> ScaleSet:
+        """Return a scale set by GARM id or name.
+
+        Raises:
+            LookupError: when there is none.
+        """
+        with self.state.lock:
+            for scaleset in self.state.scalesets.values():
+                if name_or_id in (scaleset.id, scaleset.name, str(scaleset.id)):
+                    return scaleset
+        raise LookupError(f"no scale set {name_or_id!r}")
+
+    def instances(self, scaleset: str | int | None = None) -> list[Instance]:
+        """Return the instances of one scale set (or of all)."""
+        with self.state.lock:
+            if scaleset is None:
+                return list(self.state.instances.values())
+            return self.state.scaleset_instances(self.scaleset(scaleset).id)
+
+    def start_job(self, scaleset: str | int) -> str:
+        """Give an idle runner of the scale set a job; return the runner's name."""
+        return scaling.start_job(self.state, self.scaleset(scaleset)).name
+
+    def finish_job(self, instance_name: str) -> None:
+        """Finish the job of a runner: it terminates and goes away at the next tick."""
+        with self.state.lock:
+            scaling.finish_job(self.state, self.state.instances[instance_name])
+
+    def set_desired(self, scaleset: str | int, count: int) -> None:
+        """Set `desired_runner_count` as if GitHub's job queue had reported `count` jobs."""
+        with self.state.lock:
+            found = self.scaleset(scaleset)
+            if found.desired_runner_count != count:
+                found.desired_runner_count = count
+                found.updated_at = self.clock.stamp()
+
+    def set_provider_fault(self, instance_name: str, fault: bytes) -> None:
+        """Put the instance in `error` with a provider fault (sent base64 on the wire)."""
+        with self.state.lock:
+            instance = self.state.instances[instance_name]
+            instance.status = "error"
+            instance.provider_fault = fault
+
+    # -- GitHub switches, faults and the request log -------------------------------------------
+
+    @property
+    def github(self) -> GitHubBehaviour:
+        """Return the switches for GitHub-side behaviour (name limit, dropped labels, C9)."""
+        return self.state.github.behaviour
+
+    def fault(
+        self,
+        kind: FaultKind = "status",
+        *,
+        method: str = "*",
+        path: str = "*",
+        status: int = 500,
+        delay: float = 0.0,
+        times: int | None = None,
+    ) -> Fault:
+        """Inject a fault on matching requests (see `Fault`); return it for `remove_fault`."""
+        return self.faults.add(Fault(kind, method, path, status, delay, times))
+
+    def remove_fault(self, fault: Fault) -> None:
+        """Remove one fault."""
+        self.faults.remove(fault)
+
+    def clear_faults(self) -> None:
+        """Remove every fault."""
+        self.faults.clear()
+
+    @property
+    def requests(self) -> list[LoggedRequest]:
+        """Return every request served so far."""
+        return self.log.entries()
+
+    def count(self, method: str | None = None, path: str | None = None) -> int:
+        """Count requests by method and path (template like `/api/v1/scalesets/{id}` or path)."""
+        return self.log.count(method, path)
+
+    def write_count(self) -> int:
+        """Count POST/PUT/PATCH/DELETE requests (login excluded)."""
+        return self.log.write_count()
+
+    def reset_log(self) -> None:
+        """Forget the requests served so far."""
+        self.log.clear()
+
+
+def _provider_list(providers: Sequence[str | dict[str, str]] | None) -> list[dict[str, str]]:
+    if providers is None:
+        return [dict(p) for p in DEFAULT_PROVIDERS]
+    return [
+        {"name": p, "type": "external", "description": p} if isinstance(p, str) else dict(p)
+        for p in providers
+    ]
