@@ -1,0 +1,706 @@
+"""GARM on this machine: binaries, config files, the systemd unit and restart-if-changed.
+
+No ops imports: the charm hands in plain values. Every path hangs off a root directory (``/``
+in production, a temporary directory in tests) and every command goes through an injectable
+runner, so tests see exactly what would have run.
+
+The service is restarted only when what it would run with differs from what it was last
+started with: a fingerprint of the rendered files, the installed binaries and the environment
+is written (0600) at each (re)start and compared on the next pass. Comparing with the files
+on disk would miss a restart that failed half-way, or a file someone edited by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import logging
+import os
+import platform
+import subprocess
+import tarfile
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import tomli_w
+
+logger = logging.getLogger(__name__)
+
+SERVICE_NAME: Final = "garm"
+SYSTEM_USER: Final = "garm"
+GARM_RESOURCE: Final = "garm-binary"
+PROVIDER_RESOURCE: Final = "garm-provider-openstack"
+PROVIDER_BINARY: Final = "garm-provider-openstack"
+# garm-provider-openstack speaks GARM's external interface v0.1.0; v0.1.1 is broken in GARM
+# for ListInstances (REFERENCE §1.6), so `interface_version` is left out on purpose.
+PROXY_VARIABLES: Final = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+JWT_TIME_TO_LIVE: Final = "8760h"
+DOWNLOAD_TIMEOUT_SECONDS: Final = 120
+
+
+@dataclasses.dataclass(frozen=True)
+class Release:
+    """A release tarball the charm may download when its resource is not attached.
+
+    Attributes:
+        resource: the Juju resource that replaces the download.
+        version: the pinned release tag.
+        url: download URL, with ``{version}`` and ``{arch}`` placeholders.
+        binary: the executable the tarball must contain.
+        sha256: per architecture, the sha256 of the tarball as published next to it
+            (``<asset>.sha256``). Empty means nobody has recorded it from the published
+            checksum file yet; the charm then refuses to download and asks for the resource.
+    """
+
+    resource: str
+    version: str
+    url: str
+    binary: str
+    sha256: Mapping[str, str]
+
+    def asset_url(self, arch: str) -> str:
+        """The download URL for one architecture."""
+        return self.url.format(version=self.version, arch=arch)
+
+
+# To fill in a hash: download `<asset>.sha256` from the release page and paste its first field.
+# Never write a value that was not read from that file.
+GARM_RELEASE: Final = Release(
+    resource=GARM_RESOURCE,
+    version="v0.2.1",
+    url="https://github.com/cloudbase/garm/releases/download/{version}/garm-linux-{arch}.tgz",
+    binary="garm",
+    sha256={"amd64": "", "arm64": ""},
+)
+PROVIDER_RELEASE: Final = Release(
+    resource=PROVIDER_RESOURCE,
+    version="v0.1.2",
+    url=(
+        "https://github.com/cloudbase/garm-provider-openstack/releases/download/"
+        "{version}/garm-provider-openstack-linux-{arch}.tgz"
+    ),
+    binary=PROVIDER_BINARY,
+    sha256={"amd64": "", "arm64": ""},
+)
+
+
+class WorkloadError(Exception):
+    """Something on the machine failed; the message is safe to show in a status."""
+
+
+class ResourceError(WorkloadError):
+    """A binary could not be installed; names the Juju resource that fixes it."""
+
+    def __init__(self, resource: str, reason: str) -> None:
+        super().__init__(f"resource {resource}: {reason}")
+        self.resource = resource
+        self.reason = reason
+
+
+class CommandError(WorkloadError):
+    """A command failed."""
+
+
+# Values handed in by the charm ------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ProxyConfig:
+    """The model's proxy settings (JUJU_CHARM_HTTP(S)_PROXY / JUJU_CHARM_NO_PROXY)."""
+
+    http_proxy: str = ""
+    https_proxy: str = ""
+    no_proxy: str = ""
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> ProxyConfig:
+        """Read the proxy Juju gives the charm."""
+        return cls(
+            http_proxy=environ.get("JUJU_CHARM_HTTP_PROXY", ""),
+            https_proxy=environ.get("JUJU_CHARM_HTTPS_PROXY", ""),
+            no_proxy=environ.get("JUJU_CHARM_NO_PROXY", ""),
+        )
+
+    def as_urllib_proxies(self) -> dict[str, str]:
+        """The mapping urllib's ProxyHandler takes."""
+        proxies = {"http": self.http_proxy, "https": self.https_proxy, "no": self.no_proxy}
+        return {scheme: url for scheme, url in proxies.items() if url}
+
+
+@dataclasses.dataclass(frozen=True)
+class PostgresConfig:
+    """Where GARM's PostgreSQL database is."""
+
+    hostname: str
+    port: int
+    username: str
+    password: str = dataclasses.field(repr=False)
+    database: str
+    sslmode: str = "prefer"
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenStackProvider:
+    """One OpenStack provider GARM runs (one [[provider]] and its own config files)."""
+
+    name: str
+    auth_url: str
+    username: str
+    password: str = dataclasses.field(repr=False)
+    project_name: str
+    user_domain_name: str
+    project_domain_name: str
+    network: str
+    region_name: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class GarmConfig:
+    """Everything config.toml and the provider files are rendered from."""
+
+    jwt_secret: str = dataclasses.field(repr=False)
+    db_passphrase: str = dataclasses.field(repr=False)
+    port: int = 9997
+    log_level: str = "info"
+    postgres: PostgresConfig | None = None
+    providers: tuple[OpenStackProvider, ...] = ()
+    proxy: ProxyConfig = dataclasses.field(default_factory=ProxyConfig)
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandResult:
+    """What a command returned."""
+
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+class Runner(Protocol):
+    """Runs one command (never through a shell)."""
+
+    def __call__(self, argv: Sequence[str]) -> CommandResult:  # noqa: D102
+        ...
+
+
+Fetcher = Callable[[str, ProxyConfig], bytes]
+# A rendered file: its content, its mode and whether the garm user owns it.
+RenderedFile = tuple[bytes, int, bool]
+
+
+def run_command(argv: Sequence[str]) -> CommandResult:
+    """Run a command on this machine and capture its output."""
+    completed = subprocess.run(  # fixed argument lists, never a shell
+        list(argv), capture_output=True, text=True, check=False, timeout=300
+    )
+    return CommandResult(completed.returncode, completed.stdout, completed.stderr)
+
+
+def fetch_url(url: str, proxy: ProxyConfig) -> bytes:
+    """Download a URL through the model's proxy."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxy.as_urllib_proxies()))
+    with opener.open(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:
+        return bytes(response.read())
+
+
+def machine_arch() -> str:
+    """This machine's architecture in release-asset spelling."""
+    machine = platform.machine().lower()
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine)
+
+
+# Paths --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Paths:
+    """Where everything lives, under one root."""
+
+    root: Path
+
+    @property
+    def etc(self) -> Path:
+        """GARM's configuration directory."""
+        return self.root / "etc" / "garm"
+
+    @property
+    def config(self) -> Path:
+        """GARM's config.toml."""
+        return self.etc / "config.toml"
+
+    @property
+    def data(self) -> Path:
+        """GARM's state directory (the only one the service may write)."""
+        return self.root / "var" / "lib" / "garm"
+
+    @property
+    def sqlite_db(self) -> Path:
+        """The SQLite database file."""
+        return self.data / "garm.db"
+
+    @property
+    def providers_dir(self) -> Path:
+        """Where provider executables live."""
+        return self.root / "opt" / "garm" / "providers.d"
+
+    @property
+    def provider_binary(self) -> Path:
+        """The OpenStack provider executable."""
+        return self.providers_dir / PROVIDER_BINARY
+
+    @property
+    def garm_binary(self) -> Path:
+        """The GARM server executable."""
+        return self.root / "usr" / "local" / "bin" / "garm"
+
+    @property
+    def unit_file(self) -> Path:
+        """The systemd unit."""
+        return self.root / "etc" / "systemd" / "system" / f"{SERVICE_NAME}.service"
+
+    @property
+    def charm_state(self) -> Path:
+        """The charm's own bookkeeping (root only)."""
+        return self.root / "var" / "lib" / "garm-charm"
+
+    @property
+    def fingerprint(self) -> Path:
+        """What the running service was started with."""
+        return self.charm_state / "service-fingerprint"
+
+    @property
+    def installed(self) -> Path:
+        """Which tarballs the installed binaries came from."""
+        return self.charm_state / "installed.json"
+
+    def provider_dir(self, name: str) -> Path:
+        """One provider's config directory."""
+        return self.etc / "providers" / name
+
+    def provider_config(self, name: str) -> Path:
+        """One provider's config.toml."""
+        return self.provider_dir(name) / "config.toml"
+
+    def provider_clouds(self, name: str) -> Path:
+        """One provider's clouds.yaml."""
+        return self.provider_dir(name) / "clouds.yaml"
+
+
+# The workload ---------------------------------------------------------------------------------
+
+
+class Workload:
+    """GARM on this machine."""
+
+    def __init__(
+        self,
+        root: Path = Path("/"),
+        *,
+        runner: Runner = run_command,
+        fetcher: Fetcher = fetch_url,
+        arch: str | None = None,
+    ) -> None:
+        self.paths = Paths(root)
+        self._run = runner
+        self._fetch = fetcher
+        self._arch = arch or machine_arch()
+
+    # Install ----------------------------------------------------------------------------
+
+    def install(
+        self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
+    ) -> None:
+        """Create the user and directories and install both binaries.
+
+        Args:
+            garm_tarball: the attached `garm-binary` resource, or None to download.
+            provider_tarball: the attached `garm-provider-openstack` resource, or None.
+            proxy: the model's proxy, used for downloads.
+
+        Raises:
+            ResourceError: a tarball is missing, unverifiable or lacks its binary.
+            CommandError: creating the user or setting ownership failed.
+        """
+        self._ensure_user()
+        self._ensure_directories()
+        self._install_binary(GARM_RELEASE, garm_tarball, self.paths.garm_binary, proxy)
+        self._install_binary(PROVIDER_RELEASE, provider_tarball, self.paths.provider_binary, proxy)
+
+    def is_installed(self) -> bool:
+        """Whether both binaries are in place."""
+        return self.paths.garm_binary.is_file() and self.paths.provider_binary.is_file()
+
+    def _ensure_user(self) -> None:
+        if self._run(["id", "-u", SYSTEM_USER]).returncode == 0:
+            return
+        self._check(
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                str(self.paths.data),
+                "--shell",
+                "/usr/sbin/nologin",
+                SYSTEM_USER,
+            ]
+        )
+
+    def _ensure_directories(self) -> None:
+        for path, mode, owned in (
+            (self.paths.etc, 0o750, True),
+            (self.paths.data, 0o750, True),
+            (self.paths.providers_dir, 0o755, False),
+            (self.paths.charm_state, 0o700, False),
+        ):
+            path.mkdir(parents=True, exist_ok=True)
+            path.chmod(mode)
+            if owned:
+                self._chown(path)
+        # Shared system directories: create when absent (a test root), never change their mode.
+        self.paths.garm_binary.parent.mkdir(parents=True, exist_ok=True)
+        self.paths.unit_file.parent.mkdir(parents=True, exist_ok=True)
+
+    def _install_binary(
+        self, release: Release, tarball: Path | None, target: Path, proxy: ProxyConfig
+    ) -> None:
+        content = self._tarball_bytes(release, tarball, proxy)
+        digest = hashlib.sha256(content).hexdigest()
+        installed = self._installed_digests()
+        if installed.get(release.resource) == digest and target.is_file():
+            return
+        binary = _extract_member(release, content)
+        _write_atomic(target, binary, 0o755)
+        installed[release.resource] = digest
+        _write_atomic(self.paths.installed, json.dumps(installed).encode(), 0o600)
+        logger.info("installed %s from a tarball with sha256 %s", release.binary, digest)
+
+    def _tarball_bytes(self, release: Release, tarball: Path | None, proxy: ProxyConfig) -> bytes:
+        if tarball is not None and tarball.is_file() and tarball.stat().st_size > 0:
+            return tarball.read_bytes()
+        expected = release.sha256.get(self._arch, "")
+        if not expected:
+            raise ResourceError(
+                release.resource,
+                f"not attached, and no sha256 is pinned for {release.version} on "
+                f"{self._arch}: attach the release tarball",
+            )
+        url = release.asset_url(self._arch)
+        try:
+            content = self._fetch(url, proxy)
+        except OSError as error:
+            raise ResourceError(
+                release.resource, f"download of {release.version} failed ({error}): attach it"
+            ) from None
+        actual = hashlib.sha256(content).hexdigest()
+        if actual != expected:
+            raise ResourceError(
+                release.resource,
+                f"downloaded {release.version} has sha256 {actual}, expected {expected}",
+            )
+        return content
+
+    def _installed_digests(self) -> dict[str, str]:
+        try:
+            loaded: Any = json.loads(self.paths.installed.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(loaded, dict):
+            return {}
+        entries: dict[Any, Any] = loaded  # pyright: ignore[reportUnknownVariableType]
+        return {str(key): str(value) for key, value in entries.items()}
+
+    # Configure and run ------------------------------------------------------------------
+
+    def apply(self, config: GarmConfig) -> bool:
+        """Render every file and (re)start GARM if anything it runs with changed.
+
+        Returns:
+            True when the service was started or restarted in this call.
+
+        Raises:
+            CommandError: systemd refused.
+        """
+        files = self.render_files(config)
+        for path, (content, mode, owned) in files.items():
+            self._write_if_changed(path, content, mode, owned=owned)
+        self._remove_stale_providers(config)
+        wanted = self._fingerprint(files, config.proxy)
+        recorded = _read_text(self.paths.fingerprint)
+        if recorded == wanted and self.is_running():
+            return False
+        self._check(["systemctl", "daemon-reload"])
+        self._check(["systemctl", "enable", SERVICE_NAME])
+        self._check(["systemctl", "restart", SERVICE_NAME])
+        _write_atomic(self.paths.fingerprint, wanted.encode(), 0o600)
+        logger.info("GARM (re)started: its configuration or binaries changed")
+        return True
+
+    def render_files(self, config: GarmConfig) -> dict[Path, RenderedFile]:
+        """Every file the service reads: path -> (content, mode, owned by the garm user)."""
+        files: dict[Path, RenderedFile] = {
+            self.paths.config: (render_config(config, self.paths).encode(), 0o600, True),
+            self.paths.unit_file: (render_unit(self.paths).encode(), 0o644, False),
+        }
+        for provider in config.providers:
+            files[self.paths.provider_config(provider.name)] = (
+                render_provider_config(provider, self.paths).encode(),
+                0o600,
+                True,
+            )
+            files[self.paths.provider_clouds(provider.name)] = (
+                render_clouds_yaml(provider).encode(),
+                0o600,
+                True,
+            )
+        return files
+
+    def is_running(self) -> bool:
+        """Whether systemd reports GARM active."""
+        return self._run(["systemctl", "is-active", "--quiet", SERVICE_NAME]).returncode == 0
+
+    def stop(self) -> None:
+        """Stop GARM (a standby unit, or before removal) and forget how it was started."""
+        if self.paths.unit_file.exists():
+            self._run(["systemctl", "stop", SERVICE_NAME])
+        self.paths.fingerprint.unlink(missing_ok=True)
+
+    def remove(self) -> None:
+        """Stop and disable GARM and remove its unit file; GARM's data stays on disk."""
+        if self.paths.unit_file.exists():
+            self._run(["systemctl", "disable", "--now", SERVICE_NAME])
+            self.paths.unit_file.unlink()
+            self._run(["systemctl", "daemon-reload"])
+        self.paths.fingerprint.unlink(missing_ok=True)
+
+    def version(self) -> str:
+        """GARM's version as `garm version` prints it; empty when unknown."""
+        if not self.paths.garm_binary.is_file():
+            return ""
+        result = self._run([str(self.paths.garm_binary), "version"])
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    def has_sqlite_state(self) -> bool:
+        """Whether a SQLite database with content exists."""
+        path = self.paths.sqlite_db
+        return path.is_file() and path.stat().st_size > 0
+
+    def _write_if_changed(self, path: Path, content: bytes, mode: int, *, owned: bool) -> None:
+        if (
+            path.is_file()
+            and path.read_bytes() == content
+            and (path.stat().st_mode & 0o777) == mode
+        ):
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if owned and path.parent != self.paths.etc:
+            path.parent.chmod(0o750)
+            self._chown(path.parent)
+        _write_atomic(path, content, mode)
+        if owned:
+            self._chown(path)
+
+    def _remove_stale_providers(self, config: GarmConfig) -> None:
+        base = self.paths.etc / "providers"
+        if not base.is_dir():
+            return
+        wanted = {provider.name for provider in config.providers}
+        for directory in sorted(base.iterdir()):
+            if directory.is_dir() and directory.name not in wanted:
+                for file in directory.iterdir():
+                    file.unlink()
+                directory.rmdir()
+
+    def _fingerprint(
+        self, files: Mapping[Path, tuple[bytes, int, bool]], proxy: ProxyConfig
+    ) -> str:
+        digest = hashlib.sha256()
+        for path in sorted(files):
+            content, mode, _ = files[path]
+            digest.update(f"{path}\0{mode:o}\0".encode())
+            digest.update(hashlib.sha256(content).digest())
+        digest.update(json.dumps(self._installed_digests(), sort_keys=True).encode())
+        digest.update(json.dumps(dataclasses.asdict(proxy), sort_keys=True).encode())
+        return digest.hexdigest()
+
+    def _chown(self, path: Path) -> None:
+        self._check(["chown", f"{SYSTEM_USER}:{SYSTEM_USER}", str(path)])
+
+    def _check(self, argv: Sequence[str]) -> CommandResult:
+        result = self._run(argv)
+        if result.returncode != 0:
+            # stderr of these commands never carries secrets (no secret is ever an argument).
+            raise CommandError(f"{' '.join(argv[:3])} failed: {result.stderr.strip()[:200]}")
+        return result
+
+
+# Rendering ----------------------------------------------------------------------------------
+
+
+def render_config(config: GarmConfig, paths: Paths) -> str:
+    """GARM's config.toml (REFERENCE §1.3)."""
+    document: dict[str, Any] = {
+        "logging": {"log_level": config.log_level, "log_format": "text"},
+        "metrics": {"enable": True, "disable_auth": True},
+        "jwt_auth": {"secret": config.jwt_secret, "time_to_live": JWT_TIME_TO_LIVE},
+        # An IP literal: GARM rejects host names here.
+        "apiserver": {"bind": "0.0.0.0", "port": config.port, "use_tls": False},  # noqa: S104
+        "database": _database_section(config, paths),
+        "provider": [_provider_section(provider, paths) for provider in config.providers],
+    }
+    proxy = {
+        key: value
+        for key, value in (
+            ("http_proxy", config.proxy.http_proxy),
+            ("https_proxy", config.proxy.https_proxy),
+            ("no_proxy", config.proxy.no_proxy),
+        )
+        if value
+    }
+    if proxy:
+        document["proxy"] = proxy
+    if not document["provider"]:
+        del document["provider"]
+    return tomli_w.dumps(document)
+
+
+def _database_section(config: GarmConfig, paths: Paths) -> dict[str, Any]:
+    if config.postgres is None:
+        return {
+            "backend": "sqlite3",
+            "passphrase": config.db_passphrase,
+            "sqlite3": {"db_file": str(paths.sqlite_db)},
+        }
+    postgres = config.postgres
+    return {
+        "backend": "postgresql",
+        "passphrase": config.db_passphrase,
+        "postgresql": {
+            "hostname": postgres.hostname,
+            "port": postgres.port,
+            "username": postgres.username,
+            "password": postgres.password,
+            "database": postgres.database,
+            "sslmode": postgres.sslmode,
+        },
+    }
+
+
+def _provider_section(provider: OpenStackProvider, paths: Paths) -> dict[str, Any]:
+    return {
+        "name": provider.name,
+        "provider_type": "external",
+        "description": f"OpenStack provider {provider.name}",
+        "external": {
+            "provider_executable": str(paths.provider_binary),
+            "config_file": str(paths.provider_config(provider.name)),
+            "environment_variables": list(PROXY_VARIABLES),
+        },
+    }
+
+
+def render_provider_config(provider: OpenStackProvider, paths: Paths) -> str:
+    """garm-provider-openstack's config.toml: which cloud, where its credentials are."""
+    return tomli_w.dumps(
+        {
+            "cloud": provider.name,
+            "network_id": provider.network,
+            "credentials": {"clouds": str(paths.provider_clouds(provider.name))},
+        }
+    )
+
+
+def render_clouds_yaml(provider: OpenStackProvider) -> str:
+    """The clouds.yaml garm-provider-openstack reads (gophercloud clientconfig format).
+
+    Every scalar is a JSON string, which YAML reads as a double-quoted string, so no value
+    can break the document.
+    """
+    auth = {
+        "auth_url": provider.auth_url,
+        "username": provider.username,
+        "password": provider.password,
+        "project_name": provider.project_name,
+        "user_domain_name": provider.user_domain_name,
+        "project_domain_name": provider.project_domain_name,
+    }
+    lines = ["clouds:", f"  {json.dumps(provider.name)}:", "    auth:"]
+    lines += [f"      {key}: {json.dumps(value)}" for key, value in auth.items()]
+    if provider.region_name:
+        lines.append(f"    region_name: {json.dumps(provider.region_name)}")
+    lines.append('    identity_api_version: "3"')
+    return "\n".join(lines) + "\n"
+
+
+def render_unit(paths: Paths) -> str:
+    """The hardened systemd unit."""
+    return f"""\
+[Unit]
+Description=GARM, the GitHub Actions Runner Manager (managed by the garm charm)
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=simple
+User={SYSTEM_USER}
+Group={SYSTEM_USER}
+ExecStart={paths.garm_binary} --config {paths.config}
+ExecReload=/bin/kill -HUP $MAINPID
+Restart=on-failure
+RestartSec=5s
+NoNewPrivileges=yes
+ProtectSystem=strict
+ReadWritePaths={paths.data}
+PrivateTmp=yes
+ProtectHome=yes
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+# Helpers ------------------------------------------------------------------------------------
+
+
+def _extract_member(release: Release, content: bytes) -> bytes:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(content), mode="r:*") as archive:
+            for member in archive.getmembers():
+                if member.isfile() and Path(member.name).name == release.binary:
+                    extracted = archive.extractfile(member)
+                    if extracted is not None:
+                        return extracted.read()
+    except tarfile.TarError:
+        raise ResourceError(release.resource, "is not a readable tarball") from None
+    raise ResourceError(release.resource, f"tarball has no '{release.binary}' executable")
+
+
+def _write_atomic(path: Path, content: bytes, mode: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(descriptor, content)
+    finally:
+        os.close(descriptor)
+    os.chmod(temporary, mode)  # the umask may have narrowed os.open's mode
+    temporary.replace(path)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

@@ -1,0 +1,517 @@
+"""workload.py against a temporary root directory and a recording command runner."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import stat
+import tarfile
+import tomllib
+from collections.abc import Sequence
+from ipaddress import ip_address
+from pathlib import Path
+
+import pytest
+
+import workload
+from workload import (
+    CommandResult,
+    GarmConfig,
+    OpenStackProvider,
+    PostgresConfig,
+    ProxyConfig,
+    Release,
+    ResourceError,
+    Workload,
+)
+
+JWT_SECRET = "jwt-" + "Zq8#vT2m" * 6
+PASSPHRASE = "Xk3vQ9-rT7wLp2_Zm8Yc4NbH6sJd1FgA"
+
+
+class RecordingRunner:
+    """Records every command; systemctl behaves like a tiny systemd that remembers 'active'."""
+
+    def __init__(self) -> None:
+        self.commands: list[list[str]] = []
+        self.active = False
+        self.user_exists = True
+
+    def __call__(self, argv: Sequence[str]) -> CommandResult:
+        """Record the command and answer like the real one would."""
+        command = list(argv)
+        self.commands.append(command)
+        if command[:2] == ["id", "-u"]:
+            return CommandResult(0 if self.user_exists else 1)
+        if command[:2] == ["systemctl", "is-active"]:
+            return CommandResult(0 if self.active else 3)
+        if command[:2] == ["systemctl", "restart"]:
+            self.active = True
+        if command[:2] == ["systemctl", "stop"] or command[:3] == [
+            "systemctl",
+            "disable",
+            "--now",
+        ]:
+            self.active = False
+        if command[-1:] == ["version"]:
+            return CommandResult(0, "v0.2.1\n")
+        return CommandResult(0)
+
+    def restarts(self) -> int:
+        """How many times the service was (re)started."""
+        return sum(1 for command in self.commands if command[:2] == ["systemctl", "restart"])
+
+
+def tarball(path: Path, member: str, content: bytes = b"\x7fELF binary") -> Path:
+    """Write a .tgz holding one file."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        info = tarfile.TarInfo(member)
+        info.size = len(content)
+        archive.addfile(info, io.BytesIO(content))
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def provider(name: str = "openstack-small") -> OpenStackProvider:
+    """An OpenStack provider as the configurator relation would describe it."""
+    return OpenStackProvider(
+        name=name,
+        auth_url="https://keystone.example:5000/v3",
+        username="runners",
+        password='os-Secret: with "quotes"',
+        project_name="ci",
+        user_domain_name="Default",
+        project_domain_name="Default",
+        network="runners-net",
+        region_name="RegionOne",
+    )
+
+
+def config(**changes: object) -> GarmConfig:
+    """A typical GarmConfig."""
+    base = GarmConfig(
+        jwt_secret=JWT_SECRET,
+        db_passphrase=PASSPHRASE,
+        port=9997,
+        log_level="info",
+        providers=(provider(),),
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def runner() -> RecordingRunner:
+    """A fresh recording runner."""
+    return RecordingRunner()
+
+
+@pytest.fixture
+def installed(tmp_path: Path, runner: RecordingRunner) -> Workload:
+    """A workload rooted in a temp dir with both binaries installed from attached resources."""
+    root = tmp_path / "root"
+    root.mkdir()
+    work = Workload(root, runner=runner, fetcher=_no_network, arch="amd64")
+    work.install(
+        tarball(tmp_path / "garm.tgz", "garm"),
+        tarball(tmp_path / "provider.tgz", "garm-provider-openstack"),
+        ProxyConfig(),
+    )
+    return work
+
+
+def _no_network(url: str, proxy: ProxyConfig) -> bytes:
+    raise AssertionError(f"unexpected download of {url}")
+
+
+def mode(path: Path) -> int:
+    """A file's permission bits."""
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+# Install ------------------------------------------------------------------------------------
+
+
+def test_install_from_resources_creates_layout(installed: Workload, runner: RecordingRunner):
+    """Arrange: attached tarballs, user already present. Act: install.
+
+    Assert: binaries executable in place, directories with their modes, garm owns its dirs.
+    """
+    paths = installed.paths
+    assert paths.garm_binary.read_bytes() == b"\x7fELF binary"
+    assert mode(paths.garm_binary) == 0o755
+    assert mode(paths.provider_binary) == 0o755
+    assert mode(paths.etc) == 0o750
+    assert mode(paths.data) == 0o750
+    assert ["chown", "garm:garm", str(paths.etc)] in runner.commands
+    assert ["chown", "garm:garm", str(paths.data)] in runner.commands
+    assert not any(command[0] == "useradd" for command in runner.commands)
+
+
+def test_install_creates_system_user_when_missing(tmp_path: Path, runner: RecordingRunner):
+    """Arrange: no garm user. Act: install. Assert: a system user without a login shell."""
+    runner.user_exists = False
+    work = Workload(tmp_path, runner=runner, fetcher=_no_network, arch="amd64")
+
+    work.install(
+        tarball(tmp_path / "g.tgz", "garm"),
+        tarball(tmp_path / "p.tgz", "garm-provider-openstack"),
+        ProxyConfig(),
+    )
+
+    useradd = next(command for command in runner.commands if command[0] == "useradd")
+    assert "--system" in useradd
+    assert useradd[-1] == "garm"
+    assert "/usr/sbin/nologin" in useradd
+
+
+def test_tarball_without_binary_names_resource(tmp_path: Path, runner: RecordingRunner):
+    """Arrange: a garm-binary tarball holding something else. Act: install.
+
+    Assert: ResourceError naming the resource and the missing executable.
+    """
+    work = Workload(tmp_path, runner=runner, fetcher=_no_network, arch="amd64")
+
+    with pytest.raises(ResourceError) as caught:
+        work.install(tarball(tmp_path / "g.tgz", "README.md"), None, ProxyConfig())
+
+    assert caught.value.resource == "garm-binary"
+    assert "'garm'" in str(caught.value)
+
+
+def test_no_resource_and_no_pinned_hash_refuses_download(tmp_path: Path, runner: RecordingRunner):
+    """Arrange: no resource attached; the pinned table has no hash for this arch.
+
+    Act: install. Assert: ResourceError asking to attach it; nothing was downloaded.
+    """
+    work = Workload(tmp_path, runner=runner, fetcher=_no_network, arch="amd64")
+
+    with pytest.raises(ResourceError, match="attach the release tarball") as caught:
+        work.install(None, None, ProxyConfig())
+
+    assert caught.value.resource == "garm-binary"
+
+
+def test_download_verifies_pinned_sha256_through_proxy(
+    tmp_path: Path, runner: RecordingRunner, monkeypatch: pytest.MonkeyPatch
+):
+    """Arrange: pinned hashes for both releases, a fetcher serving the tarballs.
+
+    Act: install without resources. Assert: both fetched through the model's proxy, installed.
+    """
+    garm = tarball(tmp_path / "g.tgz", "garm").read_bytes()
+    prov = tarball(tmp_path / "p.tgz", "garm-provider-openstack").read_bytes()
+    _pin(monkeypatch, "GARM_RELEASE", garm)
+    _pin(monkeypatch, "PROVIDER_RELEASE", prov)
+    fetched: list[tuple[str, ProxyConfig]] = []
+
+    def fetcher(url: str, proxy: ProxyConfig) -> bytes:
+        fetched.append((url, proxy))
+        return garm if "/garm/" in url else prov
+
+    proxy = ProxyConfig(https_proxy="http://squid.internal:3128")
+    work = Workload(tmp_path / "root", runner=runner, fetcher=fetcher, arch="amd64")
+
+    work.install(None, None, proxy)
+
+    assert [url for url, _ in fetched] == [
+        "https://github.com/cloudbase/garm/releases/download/v0.2.1/garm-linux-amd64.tgz",
+        "https://github.com/cloudbase/garm-provider-openstack/releases/download/v0.1.2/"
+        "garm-provider-openstack-linux-amd64.tgz",
+    ]
+    assert all(used == proxy for _, used in fetched)
+    assert work.is_installed()
+
+
+def test_download_with_wrong_sha256_is_refused(
+    tmp_path: Path, runner: RecordingRunner, monkeypatch: pytest.MonkeyPatch
+):
+    """Arrange: a pinned hash that the served tarball does not match. Act: install.
+
+    Assert: ResourceError naming the resource and both hashes; nothing installed.
+    """
+    _pin(monkeypatch, "GARM_RELEASE", b"the real release")
+    served = tarball(tmp_path / "g.tgz", "garm").read_bytes()
+    work = Workload(tmp_path / "root", runner=runner, fetcher=lambda *_: served, arch="amd64")
+
+    with pytest.raises(ResourceError, match="expected") as caught:
+        work.install(None, None, ProxyConfig())
+
+    assert caught.value.resource == "garm-binary"
+    assert not work.paths.garm_binary.exists()
+
+
+def _pin(monkeypatch: pytest.MonkeyPatch, name: str, content: bytes) -> None:
+    release: Release = getattr(workload, name)
+    pinned = Release(
+        resource=release.resource,
+        version=release.version,
+        url=release.url,
+        binary=release.binary,
+        sha256={"amd64": hashlib.sha256(content).hexdigest()},
+    )
+    monkeypatch.setattr(workload, name, pinned)
+
+
+# Render -------------------------------------------------------------------------------------
+
+
+def test_rendered_config_has_every_key_garm_requires(installed: Workload):
+    """Arrange: an installed workload. Act: apply a config with one provider and a proxy.
+
+    Assert: config.toml parses and carries what GARM validates at start (REFERENCE §1.3).
+    """
+    installed.apply(config(proxy=ProxyConfig("http://p:3128", "http://p:3128", "10.0.0.0/8")))
+
+    document = tomllib.loads(installed.paths.config.read_text())
+
+    assert document["jwt_auth"] == {"secret": JWT_SECRET, "time_to_live": "8760h"}
+    assert ip_address(document["apiserver"]["bind"]) is not None
+    assert document["apiserver"]["port"] == 9997
+    assert len(document["database"]["passphrase"]) == 32
+    assert document["database"]["backend"] == "sqlite3"
+    db_file = Path(document["database"]["sqlite3"]["db_file"])
+    assert db_file.is_absolute()
+    assert db_file.parent.is_dir()
+    assert document["logging"]["log_level"] == "info"
+    assert document["metrics"] == {"enable": True, "disable_auth": True}
+    assert document["proxy"] == {
+        "http_proxy": "http://p:3128",
+        "https_proxy": "http://p:3128",
+        "no_proxy": "10.0.0.0/8",
+    }
+    (section,) = document["provider"]
+    assert section["name"] == "openstack-small"
+    assert section["provider_type"] == "external"
+    external = section["external"]
+    assert "interface_version" not in external
+    assert Path(external["provider_executable"]).is_absolute()
+    assert Path(external["provider_executable"]).is_file()
+    assert Path(external["config_file"]).is_file()
+    assert {"HTTP_PROXY", "https_proxy", "NO_PROXY"} <= set(external["environment_variables"])
+
+
+def test_rendered_postgresql_section(installed: Workload):
+    """Arrange: a PostgreSQL backend. Act: apply. Assert: postgresql section, no sqlite."""
+    postgres = PostgresConfig("10.1.2.3", 5432, "relation_id_7", "pg-pass", "garm")
+
+    installed.apply(config(postgres=postgres))
+
+    database = tomllib.loads(installed.paths.config.read_text())["database"]
+    assert database["backend"] == "postgresql"
+    assert "sqlite3" not in database
+    assert database["postgresql"] == {
+        "hostname": "10.1.2.3",
+        "port": 5432,
+        "username": "relation_id_7",
+        "password": "pg-pass",
+        "database": "garm",
+        "sslmode": "prefer",
+    }
+
+
+def test_secret_files_are_private_and_owned_by_garm(installed: Workload, runner: RecordingRunner):
+    """Arrange: an installed workload. Act: apply. Assert: 0600 files owned by garm."""
+    installed.apply(config())
+
+    paths = installed.paths
+    secret_files = [
+        paths.config,
+        paths.provider_config("openstack-small"),
+        paths.provider_clouds("openstack-small"),
+        paths.fingerprint,
+    ]
+    for path in secret_files:
+        assert mode(path) == 0o600, path
+    for path in secret_files[:3]:
+        assert ["chown", "garm:garm", str(path)] in runner.commands
+    assert mode(paths.unit_file) == 0o644
+
+
+def test_provider_files_point_at_each_other(installed: Workload):
+    """Arrange: one provider. Act: apply.
+
+    Assert: the provider's config names its cloud and clouds.yaml, which holds the credentials.
+    """
+    installed.apply(config())
+
+    paths = installed.paths
+    provider_config = tomllib.loads(paths.provider_config("openstack-small").read_text())
+    assert provider_config == {
+        "cloud": "openstack-small",
+        "network_id": "runners-net",
+        "credentials": {"clouds": str(paths.provider_clouds("openstack-small"))},
+    }
+    clouds = paths.provider_clouds("openstack-small").read_text()
+    assert '"openstack-small":' in clouds
+    assert 'password: "os-Secret: with \\"quotes\\""' in clouds
+    assert 'region_name: "RegionOne"' in clouds
+
+
+def test_unit_file_is_hardened(installed: Workload):
+    """Arrange: an installed workload. Act: apply. Assert: the unit's hardening directives."""
+    installed.apply(config())
+
+    unit = installed.paths.unit_file.read_text()
+    for line in (
+        "User=garm",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        f"ReadWritePaths={installed.paths.data}",
+        "PrivateTmp=yes",
+        "ProtectHome=yes",
+        "Restart=on-failure",
+        "RestartSec=5s",
+        f"ExecStart={installed.paths.garm_binary} --config {installed.paths.config}",
+    ):
+        assert line in unit.splitlines()
+
+
+def test_removed_provider_files_go(installed: Workload):
+    """Arrange: two providers applied. Act: apply with one. Assert: the other's files are gone."""
+    installed.apply(config(providers=(provider("a"), provider("b"))))
+
+    installed.apply(config(providers=(provider("a"),)))
+
+    assert installed.paths.provider_config("a").exists()
+    assert not installed.paths.provider_dir("b").exists()
+
+
+# Restart only when something changed ------------------------------------------------------------
+
+
+def test_first_apply_starts_the_service(installed: Workload, runner: RecordingRunner):
+    """Arrange: installed, never started. Act: apply. Assert: reload, enable, one restart."""
+    started = installed.apply(config())
+
+    assert started is True
+    systemctl = [command for command in runner.commands if command[0] == "systemctl"]
+    assert ["systemctl", "daemon-reload"] in systemctl
+    assert ["systemctl", "enable", "garm"] in systemctl
+    assert runner.restarts() == 1
+
+
+def test_no_restart_when_nothing_changed(installed: Workload, runner: RecordingRunner):
+    """Arrange: applied once. Act: apply the same config again. Assert: no restart."""
+    installed.apply(config())
+
+    started = installed.apply(config())
+
+    assert started is False
+    assert runner.restarts() == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"log_level": "debug"},
+        {"port": 9998},
+        {"proxy": ProxyConfig(https_proxy="http://squid:3128")},
+        {"providers": (provider("other"),)},
+        {"postgres": PostgresConfig("db", 5432, "u", "p", "garm")},
+    ],
+    ids=["log-level", "port", "proxy", "provider", "database"],
+)
+def test_exactly_one_restart_per_change(
+    installed: Workload, runner: RecordingRunner, change: dict[str, object]
+):
+    """Arrange: applied once. Act: apply a changed config twice.
+
+    Assert: exactly one more restart (the change), none for the repeat.
+    """
+    installed.apply(config())
+
+    installed.apply(config(**change))
+    installed.apply(config(**change))
+
+    assert runner.restarts() == 2
+
+
+def test_restart_when_the_service_died(installed: Workload, runner: RecordingRunner):
+    """Arrange: applied; the service stopped behind the charm's back. Act: apply.
+
+    Assert: started again even though no file changed.
+    """
+    installed.apply(config())
+    runner.active = False
+
+    installed.apply(config())
+
+    assert runner.restarts() == 2
+
+
+def test_hand_edited_file_is_put_back_and_restarted(installed: Workload, runner: RecordingRunner):
+    """Arrange: applied; someone edits config.toml by hand. Act: apply.
+
+    Assert: the file is rendered again, and GARM is not restarted (it runs the wanted config).
+    """
+    installed.apply(config())
+    wanted = installed.paths.config.read_text()
+    installed.paths.config.write_text("# edited\n")
+
+    installed.apply(config())
+
+    assert installed.paths.config.read_text() == wanted
+    assert runner.restarts() == 1
+
+
+def test_new_binary_restarts(tmp_path: Path, installed: Workload, runner: RecordingRunner):
+    """Arrange: applied; a new garm-binary resource is attached. Act: install, apply.
+
+    Assert: one more restart.
+    """
+    installed.apply(config())
+
+    installed.install(
+        tarball(tmp_path / "garm2.tgz", "garm", b"new build"),
+        tarball(tmp_path / "provider.tgz", "garm-provider-openstack"),
+        ProxyConfig(),
+    )
+    installed.apply(config())
+
+    assert installed.paths.garm_binary.read_bytes() == b"new build"
+    assert runner.restarts() == 2
+
+
+# Stop, remove, version ----------------------------------------------------------------------
+
+
+def test_remove_stops_service_and_removes_unit(installed: Workload, runner: RecordingRunner):
+    """Arrange: running. Act: remove. Assert: disabled and stopped, unit file gone, data kept."""
+    installed.apply(config())
+    installed.paths.sqlite_db.write_bytes(b"SQLite format 3")
+
+    installed.remove()
+
+    assert ["systemctl", "disable", "--now", "garm"] in runner.commands
+    assert not installed.paths.unit_file.exists()
+    assert not installed.paths.fingerprint.exists()
+    assert installed.has_sqlite_state()
+
+
+def test_stop_then_apply_starts_again(installed: Workload, runner: RecordingRunner):
+    """Arrange: running. Act: stop, then apply. Assert: stopped, then started once more."""
+    installed.apply(config())
+
+    installed.stop()
+    installed.apply(config())
+
+    assert ["systemctl", "stop", "garm"] in runner.commands
+    assert runner.restarts() == 2
+
+
+def test_version_runs_garm_version(installed: Workload, runner: RecordingRunner):
+    """Arrange: installed. Act: ask the version. Assert: `garm version`'s output, stripped."""
+    assert installed.version() == "v0.2.1"
+    assert [str(installed.paths.garm_binary), "version"] in runner.commands
+
+
+def test_proxy_from_juju_environment():
+    """Arrange: Juju's proxy variables. Act: read them. Assert: mapped, urllib mapping too."""
+    proxy = ProxyConfig.from_environment(
+        {"JUJU_CHARM_HTTPS_PROXY": "http://squid:3128", "JUJU_CHARM_NO_PROXY": "127.0.0.1"}
+    )
+
+    assert proxy == ProxyConfig("", "http://squid:3128", "127.0.0.1")
+    assert proxy.as_urllib_proxies() == {"https": "http://squid:3128", "no": "127.0.0.1"}
