@@ -1,0 +1,714 @@
+"""The `garm_configurator` relation interface: one GARM scale set, its provider and GitHub App.
+
+A garm-configurator application (the provider) describes one runner scale set. Its leader
+publishes that description in the relation's *application* databag; the garm charm (the
+requirer) reads it, creates the GitHub App credentials, the OpenStack provider and the scale
+set in GARM. Secret values never travel in the databag: the OpenStack password and the GitHub
+App private key are app-owned Juju secrets granted to the relation, and only their ids are
+published.
+
+The databag holds only strings:
+
+| key          | value                                                                  |
+|--------------|------------------------------------------------------------------------|
+| `version`    | the schema version of the other keys, `"1"`                            |
+| `scaleset`   | JSON of `ScaleSet`                                                     |
+| `openstack`  | JSON of `OpenStackProvider` (`password_secret_id`, never the password) |
+| `github-app` | JSON of `GitHubApp` (`private_key_secret_id`, never the key)           |
+
+The secrets' content keys are `password` (`OPENSTACK_PASSWORD_KEY`) and `private-key`
+(`GITHUB_APP_PRIVATE_KEY_KEY`).
+
+Provider (garm-configurator, leader only):
+
+    data = GarmConfiguratorData(scaleset=..., openstack=..., github_app=...)
+    publish(self.model, relation, data)
+
+Requirer (garm), one relation at a time; everything in the databag is untrusted input:
+
+    try:
+        data = read_relation(relation)
+        secrets = fetch_secrets(self.model, data)
+    except NotPublishedError:
+        ...  # nothing published yet: keep what exists, never treat it as "delete everything"
+    except InvalidDataError as error:  # includes UnsupportedVersionError
+        ...  # report str(error); keep what exists
+    except SecretUnavailableError as error:
+        ...  # not granted yet or malformed content; retry on secret-changed/relation-changed
+
+Error texts never contain secret values nor echo the offending input.
+"""
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Final, Literal, Self, TypeVar
+from urllib.parse import urlsplit
+
+import ops
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+# The unique Charmhub library identifier, never change it
+LIBID = "63d76706740d4db695752011a0a79f95"
+
+# Increment this major API version when introducing breaking changes
+LIBAPI = 0
+
+# Increment this PATCH version before using `charmcraft publish-lib` or reset
+# to 0 if you are raising the major API version
+LIBPATCH = 1
+
+PYDEPS = ["pydantic>=2,<3"]
+
+SCHEMA_VERSION: Final = "1"
+SUPPORTED_VERSIONS: Final = frozenset({SCHEMA_VERSION})
+
+VERSION_KEY: Final = "version"
+SCALESET_KEY: Final = "scaleset"
+OPENSTACK_KEY: Final = "openstack"
+GITHUB_APP_KEY: Final = "github-app"
+DATA_KEYS: Final = (VERSION_KEY, SCALESET_KEY, OPENSTACK_KEY, GITHUB_APP_KEY)
+
+OPENSTACK_PASSWORD_KEY: Final = "password"  # noqa: S105  (a content key, not a password)
+GITHUB_APP_PRIVATE_KEY_KEY: Final = "private-key"
+
+# The garm charm appends "-" and 8 hex characters to a scale set's name; 40 keeps the result
+# under 50 characters, short enough for every limit seen in the field.
+SCALESET_NAME_MAX_LENGTH: Final = 40
+# GARM stores labels in varchar(64) tag rows.
+LABEL_MAX_LENGTH: Final = 64
+MAX_LABELS: Final = 32
+RUNNER_GROUP_MAX_LENGTH: Final = 64
+# A sanity bound, far above any OpenStack quota, that keeps hostile numbers out of GARM.
+MAX_RUNNERS_LIMIT: Final = 10_000
+OPENSTACK_NAME_MAX_LENGTH: Final = 255
+URL_MAX_LENGTH: Final = 2048
+GITHUB_ID_MAX: Final = 2**53 - 1
+PASSWORD_MAX_LENGTH: Final = 4096
+PRIVATE_KEY_MAX_LENGTH: Final = 16384
+# Bounds what a reader parses at all: a well-formed value is a few hundred bytes.
+MAX_VALUE_LENGTH: Final = 65536
+MAX_REPORTED_ERRORS: Final = 5
+
+OS_ARCHES: Final = ("amd64", "arm64", "arm", "s390x", "ppc64le")
+OsArch = Literal["amd64", "arm64", "arm", "s390x", "ppc64le"]
+
+_SCALESET_NAME_RE = re.compile(r"[a-z][a-z0-9-]*")
+_LABEL_RE = re.compile(r"[A-Za-z0-9._-]+")
+_GITHUB_OWNER_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?")
+_GITHUB_REPO_RE = re.compile(r"[A-Za-z0-9._-]{1,100}")
+_SECRET_ID_RE = re.compile(r"secret:(?://[A-Za-z0-9-]{1,64}/)?[A-Za-z0-9]{1,64}")
+_PRINTABLE_NAME_RE = re.compile(r"[^\x00-\x1f\x7f]+")
+_IMAGE_ID_RE = re.compile(r"[^\x00-\x20\x7f]+")
+_PKCS1_RE = re.compile(
+    r"-----BEGIN RSA PRIVATE KEY-----\n(?P<body>[A-Za-z0-9+/=\n]+)-----END RSA PRIVATE KEY-----"
+)
+
+
+def check_scaleset_name(value: str) -> str:
+    """Check a scale set's logical name.
+
+    Args:
+        value: the name.
+
+    Returns:
+        The name, unchanged.
+
+    Raises:
+        ValueError: the name is empty, too long or uses other characters.
+    """
+    if not 0 < len(value) <= SCALESET_NAME_MAX_LENGTH or not _SCALESET_NAME_RE.fullmatch(value):
+        raise ValueError(
+            f"must be 1-{SCALESET_NAME_MAX_LENGTH} characters of a-z, 0-9 and '-', "
+            "starting with a letter"
+        )
+    return value
+
+
+def check_label(value: str) -> str:
+    """Check one runner label.
+
+    Args:
+        value: the label.
+
+    Returns:
+        The label, unchanged.
+
+    Raises:
+        ValueError: the label is empty, too long or uses other characters.
+    """
+    if not 0 < len(value) <= LABEL_MAX_LENGTH or not _LABEL_RE.fullmatch(value):
+        raise ValueError(
+            f"each label must be 1-{LABEL_MAX_LENGTH} characters of A-Z, a-z, 0-9, '.', '_', '-'"
+        )
+    return value
+
+
+def check_runner_group(value: str) -> str:
+    """Check a GitHub runner group name.
+
+    GARM puts the group name unescaped into a query string, hence the label alphabet.
+
+    Args:
+        value: the runner group.
+
+    Returns:
+        The runner group, unchanged.
+
+    Raises:
+        ValueError: the group is empty, too long or uses other characters.
+    """
+    if not 0 < len(value) <= RUNNER_GROUP_MAX_LENGTH or not _LABEL_RE.fullmatch(value):
+        raise ValueError(
+            f"must be 1-{RUNNER_GROUP_MAX_LENGTH} characters of A-Z, a-z, 0-9, '.', '_', '-'"
+        )
+    return value
+
+
+def check_github_owner(value: str) -> str:
+    """Check a GitHub organization or repository owner name.
+
+    Args:
+        value: the name.
+
+    Returns:
+        The name, unchanged.
+
+    Raises:
+        ValueError: not a name GitHub allows.
+    """
+    if len(value) > 39 or not _GITHUB_OWNER_RE.fullmatch(value) or "--" in value:
+        raise ValueError(
+            "must be a GitHub account name: 1-39 characters of A-Z, a-z, 0-9 and single '-', "
+            "not starting or ending with '-'"
+        )
+    return value
+
+
+def check_github_repo_name(value: str) -> str:
+    """Check a GitHub repository name (without its owner).
+
+    Args:
+        value: the name.
+
+    Returns:
+        The name, unchanged.
+
+    Raises:
+        ValueError: not a name GitHub allows.
+    """
+    if len(value) > 100 or not _GITHUB_REPO_RE.fullmatch(value) or value in {".", ".."}:
+        raise ValueError(
+            "must be a GitHub repository name: 1-100 characters of A-Z, a-z, 0-9, '.', '_', '-'"
+        )
+    return value
+
+
+def check_auth_url(value: str) -> str:
+    """Check an OpenStack (keystone) authentication URL.
+
+    Args:
+        value: the URL.
+
+    Returns:
+        The URL, unchanged.
+
+    Raises:
+        ValueError: not an http or https URL with a host.
+    """
+    problem = "must be an http:// or https:// URL with a host, e.g. https://keystone:5000/v3"
+    if not 0 < len(value) <= URL_MAX_LENGTH or not _IMAGE_ID_RE.fullmatch(value):
+        raise ValueError(problem)
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+        parts.port  # noqa: B018  (parsing the port is what raises for a bad one)
+    except ValueError:
+        raise ValueError(problem) from None
+    if parts.scheme not in {"http", "https"} or not host:
+        raise ValueError(problem)
+    return value
+
+
+def check_openstack_name(value: str) -> str:
+    """Check an OpenStack name (user, project, domain, flavor, network).
+
+    Args:
+        value: the name.
+
+    Returns:
+        The name, unchanged.
+
+    Raises:
+        ValueError: empty, too long, with control characters or surrounding whitespace.
+    """
+    if (
+        not 0 < len(value) <= OPENSTACK_NAME_MAX_LENGTH
+        or not _PRINTABLE_NAME_RE.fullmatch(value)
+        or value != value.strip()
+    ):
+        raise ValueError(
+            f"must be 1-{OPENSTACK_NAME_MAX_LENGTH} printable characters "
+            "without leading or trailing spaces"
+        )
+    return value
+
+
+def check_region_name(value: str) -> str:
+    """Check an OpenStack region name, where empty means the cloud's default region.
+
+    Args:
+        value: the region name.
+
+    Returns:
+        The region name, unchanged.
+
+    Raises:
+        ValueError: too long, with control characters or surrounding whitespace.
+    """
+    return value and check_openstack_name(value)
+
+
+def check_image_id(value: str) -> str:
+    """Check an OpenStack image name or id.
+
+    Args:
+        value: the image.
+
+    Returns:
+        The image, unchanged.
+
+    Raises:
+        ValueError: empty, too long, or with spaces or control characters.
+    """
+    if not 0 < len(value) <= OPENSTACK_NAME_MAX_LENGTH or not _IMAGE_ID_RE.fullmatch(value):
+        raise ValueError(
+            f"must be an image name or id: 1-{OPENSTACK_NAME_MAX_LENGTH} characters without spaces"
+        )
+    return value
+
+
+def check_secret_id(value: str) -> str:
+    """Check a Juju secret id (`secret:<id>` or `secret://<model>/<id>`).
+
+    Args:
+        value: the secret id.
+
+    Returns:
+        The secret id, unchanged.
+
+    Raises:
+        ValueError: not a Juju secret id.
+    """
+    if len(value) > 160 or not _SECRET_ID_RE.fullmatch(value):
+        raise ValueError("must be a Juju secret id such as secret:d1n3kb7mp25c78a8ob30")
+    return value
+
+
+def check_password(value: str) -> str:
+    """Check an OpenStack password without ever echoing it.
+
+    Args:
+        value: the password.
+
+    Returns:
+        The password, unchanged.
+
+    Raises:
+        ValueError: empty or too long.
+    """
+    if not 0 < len(value) <= PASSWORD_MAX_LENGTH:
+        raise ValueError(f"the password must be 1-{PASSWORD_MAX_LENGTH} characters")
+    return value
+
+
+def check_private_key_pem(value: str) -> str:
+    """Check a GitHub App private key: one PEM block of an unencrypted PKCS#1 RSA key.
+
+    GARM answers 500 for a PKCS#8 key, so that form is refused with the conversion command.
+    The key itself never appears in an error.
+
+    Args:
+        value: the PEM text.
+
+    Returns:
+        The PEM text with surrounding whitespace removed and a final newline.
+
+    Raises:
+        ValueError: the key is not an unencrypted PKCS#1 RSA key.
+    """
+    pem = value.strip().replace("\r\n", "\n")
+    if len(pem) > PRIVATE_KEY_MAX_LENGTH:
+        raise ValueError(f"the private key is longer than {PRIVATE_KEY_MAX_LENGTH} characters")
+    if "-----BEGIN PRIVATE KEY-----" in pem:
+        raise ValueError(
+            "the private key is PKCS#8 (BEGIN PRIVATE KEY), which GARM refuses; convert it with "
+            "`openssl pkcs8 -in key.pem -traditional -nocrypt -out key-rsa.pem` "
+            "(or `openssl rsa -in key.pem -traditional -out key-rsa.pem`)"
+        )
+    if "ENCRYPTED" in pem:
+        raise ValueError(
+            "the private key is passphrase-protected; decrypt it with "
+            "`openssl rsa -in key.pem -traditional -out key-rsa.pem`"
+        )
+    match = _PKCS1_RE.fullmatch(pem)
+    if match is None or not _is_der_sequence(match.group("body")):
+        raise ValueError(
+            "must be the GitHub App's PEM private key, starting with "
+            "-----BEGIN RSA PRIVATE KEY-----"
+        )
+    return pem + "\n"
+
+
+def _is_der_sequence(body: str) -> bool:
+    try:
+        der = base64.b64decode(body.replace("\n", ""), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    # An RSAPrivateKey is an ASN.1 SEQUENCE; anything else is not a key.
+    return len(der) > 64 and der[0] == 0x30
+
+
+ScaleSetName = Annotated[str, AfterValidator(check_scaleset_name)]
+Label = Annotated[str, AfterValidator(check_label)]
+RunnerGroup = Annotated[str, AfterValidator(check_runner_group)]
+GitHubOwner = Annotated[str, AfterValidator(check_github_owner)]
+GitHubRepoName = Annotated[str, AfterValidator(check_github_repo_name)]
+AuthUrl = Annotated[str, AfterValidator(check_auth_url)]
+OpenStackName = Annotated[str, AfterValidator(check_openstack_name)]
+RegionName = Annotated[str, AfterValidator(check_region_name)]
+ImageId = Annotated[str, AfterValidator(check_image_id)]
+SecretId = Annotated[str, AfterValidator(check_secret_id)]
+GitHubId = Annotated[int, Field(ge=1, le=GITHUB_ID_MAX)]
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class _Model(BaseModel):
+    # Strict and closed: any field this version does not define is an error, not a guess.
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class GitHubEntity(_Model):
+    """The GitHub organization or repository a scale set serves.
+
+    Attributes:
+        kind: "org" or "repo".
+        owner: the organization, or the repository's owner.
+        repo: the repository's name; only (and always) for kind "repo".
+    """
+
+    kind: Literal["org", "repo"]
+    owner: GitHubOwner
+    repo: GitHubRepoName | None = None
+
+    @model_validator(mode="after")
+    def _repo_only_for_repos(self) -> Self:
+        if (self.kind == "repo") != (self.repo is not None):
+            raise ValueError("'repo' is required for kind 'repo' and forbidden for kind 'org'")
+        return self
+
+    @property
+    def path(self) -> str:
+        """The entity as GitHub writes it: `org` or `owner/repo`."""
+        return self.owner if self.repo is None else f"{self.owner}/{self.repo}"
+
+
+class ScaleSet(_Model):
+    """One runner scale set as the operator configured it.
+
+    Attributes:
+        name: logical name, [a-z0-9-], starting with a letter, at most 40 characters.
+        labels: runner labels, unique case-insensitively, in the operator's order.
+        flavor: OpenStack flavor of the runner VMs.
+        image: OpenStack image name or id of the runner VMs.
+        os_type: always "linux".
+        os_arch: the runners' architecture.
+        min_idle_runners: idle runners GARM keeps ready.
+        max_runners: the most runners at once; at least 1 and at least min_idle_runners.
+        runner_group: the GitHub runner group.
+        entity: the organization or repository.
+    """
+
+    name: ScaleSetName
+    labels: tuple[Label, ...] = Field(min_length=1, max_length=MAX_LABELS)
+    flavor: OpenStackName
+    image: ImageId
+    os_type: Literal["linux"] = "linux"
+    os_arch: OsArch
+    min_idle_runners: int = Field(ge=0, le=MAX_RUNNERS_LIMIT)
+    max_runners: int = Field(ge=1, le=MAX_RUNNERS_LIMIT)
+    runner_group: RunnerGroup
+    entity: GitHubEntity
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        folded = [label.casefold() for label in self.labels]
+        if len(set(folded)) != len(folded):
+            raise ValueError("labels must be unique, ignoring case")
+        if self.min_idle_runners > self.max_runners:
+            raise ValueError("min_idle_runners must not exceed max_runners")
+        return self
+
+
+class OpenStackProvider(_Model):
+    """The OpenStack cloud the runners run on.
+
+    Attributes:
+        auth_url: keystone URL, http or https.
+        username: the OpenStack user.
+        password_secret_id: Juju secret id; the secret's key `password` holds the password.
+        project_name: the OpenStack project.
+        user_domain_name: the user's domain.
+        project_domain_name: the project's domain.
+        region_name: the region; empty for the cloud's default.
+        network: the network the runner VMs attach to.
+    """
+
+    auth_url: AuthUrl
+    username: OpenStackName
+    password_secret_id: SecretId
+    project_name: OpenStackName
+    user_domain_name: OpenStackName
+    project_domain_name: OpenStackName
+    region_name: RegionName = ""
+    network: OpenStackName
+
+
+class GitHubApp(_Model):
+    """The GitHub App GARM authenticates with.
+
+    Attributes:
+        app_id: the App's id.
+        installation_id: the App installation's id on the organization or repository.
+        private_key_secret_id: Juju secret id; the secret's key `private-key` holds the
+            PKCS#1 PEM private key.
+    """
+
+    app_id: GitHubId
+    installation_id: GitHubId
+    private_key_secret_id: SecretId
+
+
+class GarmConfiguratorData(_Model):
+    """Everything one garm-configurator publishes.
+
+    Attributes:
+        scaleset: the scale set.
+        openstack: its OpenStack provider.
+        github_app: its GitHub App.
+    """
+
+    scaleset: ScaleSet
+    openstack: OpenStackProvider
+    github_app: GitHubApp
+
+    def to_databag(self) -> dict[str, str]:
+        """Serialise to the relation's string databag, deterministically.
+
+        Returns:
+            The databag content, keys `version`, `scaleset`, `openstack`, `github-app`.
+        """
+        return {
+            VERSION_KEY: SCHEMA_VERSION,
+            SCALESET_KEY: _to_json(self.scaleset),
+            OPENSTACK_KEY: _to_json(self.openstack),
+            GITHUB_APP_KEY: _to_json(self.github_app),
+        }
+
+
+def _to_json(model: BaseModel) -> str:
+    # Sorted and compact, so equal data is an equal string and republishing changes nothing.
+    return json.dumps(model.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class ConfiguratorSecrets:
+    """The secret values behind a publication's secret ids; never printed.
+
+    Attributes:
+        openstack_password: the OpenStack password.
+        github_app_private_key: the GitHub App's PKCS#1 PEM private key.
+    """
+
+    openstack_password: str = field(repr=False)
+    github_app_private_key: str = field(repr=False)
+
+
+class ConfiguratorDataError(Exception):
+    """Base of every error reading a garm-configurator relation."""
+
+
+class NotPublishedError(ConfiguratorDataError):
+    """The configurator has published nothing yet: not the same as "wants nothing"."""
+
+
+class InvalidDataError(ConfiguratorDataError):
+    """The databag is malformed or hostile; the message says what, never echoing values."""
+
+
+class UnsupportedVersionError(InvalidDataError):
+    """The databag has a schema version this library does not know."""
+
+
+class SecretUnavailableError(ConfiguratorDataError):
+    """A published secret cannot be read (not granted, gone) or its content is malformed."""
+
+
+class NotLeaderError(Exception):
+    """Only the leader may publish the application databag."""
+
+
+def publish(model: ops.Model, relation: ops.Relation, data: GarmConfiguratorData) -> bool:
+    """Write `data` into this application's databag of `relation`, changing only what differs.
+
+    Args:
+        model: the provider charm's model.
+        relation: one garm-configurator relation.
+        data: what to publish.
+
+    Returns:
+        Whether any key changed.
+
+    Raises:
+        NotLeaderError: this unit is not the leader.
+    """
+    if not model.unit.is_leader():
+        raise NotLeaderError("only the leader publishes the garm-configurator application data")
+    databag = relation.data[model.app]
+    changed = False
+    for key, value in data.to_databag().items():
+        if databag.get(key) != value:
+            databag[key] = value
+            changed = True
+    return changed
+
+
+def read_relation(relation: ops.Relation) -> GarmConfiguratorData:
+    """Read and validate the configurator's application data of one relation.
+
+    Args:
+        relation: one garm-configurator relation, seen from the garm charm.
+
+    Returns:
+        The validated data.
+
+    Raises:
+        NotPublishedError: the configurator has not published yet.
+        InvalidDataError: the data is malformed, hostile, or of an unknown version.
+    """
+    return parse_app_data(relation.data[relation.app])
+
+
+def parse_app_data(databag: Mapping[str, str]) -> GarmConfiguratorData:
+    """Validate a configurator's application databag; keys of other libraries are ignored.
+
+    Args:
+        databag: the remote application's databag.
+
+    Returns:
+        The validated data.
+
+    Raises:
+        NotPublishedError: none of this interface's keys is present.
+        UnsupportedVersionError: `version` is not one this library knows.
+        InvalidDataError: any other problem.
+    """
+    if not any(key in databag for key in DATA_KEYS):
+        raise NotPublishedError("the configurator has not published its scale set yet")
+    version = databag.get(VERSION_KEY)
+    if not isinstance(version, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise InvalidDataError("'version' is missing")
+    if version not in SUPPORTED_VERSIONS:
+        shown = version[:16] + ("..." if len(version) > 16 else "")
+        raise UnsupportedVersionError(
+            f"unsupported version {shown!r}; this garm_configurator library reads "
+            f"version {', '.join(sorted(SUPPORTED_VERSIONS))}: upgrade the charm that reads it"
+        )
+    problems: list[str] = []
+    scaleset = _parse_section(databag, SCALESET_KEY, ScaleSet, problems)
+    openstack = _parse_section(databag, OPENSTACK_KEY, OpenStackProvider, problems)
+    github_app = _parse_section(databag, GITHUB_APP_KEY, GitHubApp, problems)
+    if scaleset is None or openstack is None or github_app is None:
+        raise InvalidDataError("; ".join(problems))
+    return GarmConfiguratorData(scaleset=scaleset, openstack=openstack, github_app=github_app)
+
+
+def _parse_section(
+    databag: Mapping[str, str], key: str, model: type[_M], problems: list[str]
+) -> _M | None:
+    raw = databag.get(key)
+    if not isinstance(raw, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        problems.append(f"{key!r} is missing")
+        return None
+    if len(raw) > MAX_VALUE_LENGTH:
+        problems.append(f"{key!r} is longer than {MAX_VALUE_LENGTH} characters")
+        return None
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as error:
+        problems.append(describe_validation_error(key, error))
+        return None
+
+
+def describe_validation_error(prefix: str, error: ValidationError) -> str:
+    """Summarise a pydantic error by location and message, never by input value.
+
+    Args:
+        prefix: what was being validated, e.g. a databag key.
+        error: the validation error.
+
+    Returns:
+        A one-line summary of at most `MAX_REPORTED_ERRORS` problems.
+    """
+    items = error.errors(include_url=False, include_input=False, include_context=False)
+    parts: list[str] = []
+    for item in items[:MAX_REPORTED_ERRORS]:
+        location = ".".join(str(part) for part in (prefix, *item["loc"]))
+        message = item["msg"].removeprefix("Value error, ")
+        parts.append(f"{location}: {message}")
+    if len(items) > MAX_REPORTED_ERRORS:
+        parts.append(f"+{len(items) - MAX_REPORTED_ERRORS} more")
+    return "; ".join(parts)
+
+
+def fetch_secrets(model: ops.Model, data: GarmConfiguratorData) -> ConfiguratorSecrets:
+    """Read the secret values a publication refers to, tracking their latest revisions.
+
+    Args:
+        model: the requirer charm's model.
+        data: a publication from `read_relation`.
+
+    Returns:
+        The OpenStack password and the GitHub App private key.
+
+    Raises:
+        SecretUnavailableError: a secret is not granted, is gone, or has malformed content.
+    """
+    password = _read_secret(model, data.openstack.password_secret_id, OPENSTACK_PASSWORD_KEY)
+    private_key = _read_secret(
+        model, data.github_app.private_key_secret_id, GITHUB_APP_PRIVATE_KEY_KEY
+    )
+    try:
+        check_password(password)
+        private_key = check_private_key_pem(private_key)
+    except ValueError as error:
+        raise SecretUnavailableError(str(error)) from None
+    return ConfiguratorSecrets(openstack_password=password, github_app_private_key=private_key)
+
+
+def _read_secret(model: ops.Model, secret_id: str, key: str) -> str:
+    try:
+        content = model.get_secret(id=secret_id).get_content(refresh=True)
+    except ops.SecretNotFoundError:
+        raise SecretUnavailableError(f"secret {secret_id} does not exist (yet)") from None
+    except ops.ModelError:
+        raise SecretUnavailableError(f"secret {secret_id} is not granted to us (yet)") from None
+    value = content.get(key)
+    if value is None:
+        raise SecretUnavailableError(f"secret {secret_id} has no key {key!r}")
+    return value
