@@ -43,8 +43,11 @@ class SimClock:
         """
         if seconds < 0:
             raise ValueError("the clock only moves forward")
+        delta = int(seconds * _NS_PER_SECOND)
         with self._lock:
-            self._offset_ns += int(seconds * _NS_PER_SECOND)
+            self._offset_ns += delta
+            # Readings already bumped past the base must move by the full amount too.
+            self._last_ns += delta
 
     def now_ns(self) -> int:
         """Return the current time in nanoseconds since the epoch, strictly increasing."""

@@ -124,8 +124,9 @@ def scaleset_json(state: SimState, scaleset: ScaleSet, view: ScaleSetView) -> Js
     Args:
         state: the database.
         scaleset: the record.
-        view: `detail` (GET by id, create, update), `all` (GET /scalesets) or `entity`
-            (per-entity lists: empty endpoint, no `extra_specs`, `template_name`, `instances`).
+        view: `detail` (GET by id, create, update), `all` (GET /scalesets: no `extra_specs`,
+            `template_name`, `instances`) or `entity` (per-entity lists: the same omissions
+            and an empty endpoint).
     """
     out: Json = {"runner_prefix": scaleset.runner_prefix}
     out |= {"created_at": scaleset.created_at, "updated_at": scaleset.updated_at}
@@ -157,7 +158,7 @@ def scaleset_json(state: SimState, scaleset: ScaleSet, view: ScaleSetView) -> Js
     out["status_messages"] = None
     out |= _entity_keys(state, state.entities[scaleset.entity_id])
     out["template_id"] = scaleset.template_id
-    if view != "entity":
+    if view == "detail":
         out["template_name"] = state.templates[scaleset.template_id].name
     return out
 

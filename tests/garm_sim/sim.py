@@ -27,8 +27,9 @@ DEFAULT_USERNAME = "admin"
 class GarmSim:
     """A GARM API server on 127.0.0.1 with GARM's wire behaviour.
 
-    Runner scaling is deterministic: GARM's worker pass (`tick()`) runs before every request
-    when `auto_tick` is true (the default), so runners appear and disappear "between" calls;
+    Runner scaling is deterministic: GARM's worker pass (`tick()`) runs before and after every
+    request when `auto_tick` is true (the default), so runners appear and disappear between
+    calls (an answer shows the state before its own pass, like GARM's asynchronous worker);
     with `auto_tick=False` only `tick()` and `advance()` move runners.
 
     Args:
@@ -87,7 +88,7 @@ class GarmSim:
         self._server = SimHTTPServer(self.port, self)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
         self._thread.start()
 
@@ -127,7 +128,10 @@ class GarmSim:
             check_gate(self.state, route.gate)
             if route.gate in ("controller", "full"):
                 request.username = self.signer.user_of(self.state, authorization)
-            return route.handler(request)
+            response = route.handler(request)
+            if self.auto_tick:
+                scaling.tick(self.state, self.boot_seconds)
+            return response
 
     # -- bootstrap and seeding shortcuts -------------------------------------------------------
 
