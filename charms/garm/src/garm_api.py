@@ -357,6 +357,26 @@ class GarmClient:
         answer = self._object("create organization", self._apis().create_org, body=body)
         return Entity.from_wire(EntityKind.ORGANIZATION, answer)
 
+    def update_entity_credentials(
+        self, kind: EntityKind, entity_id: str, credentials_name: str
+    ) -> Entity:
+        """Point a repository or organization at other credentials."""
+        body = self._models().UpdateEntityParams(credentials_name=credentials_name)
+        apis = self._apis()
+        if kind is EntityKind.REPOSITORY:
+            answer = self._object(
+                "update repository", apis.update_repo, repo_id=entity_id, body=body
+            )
+        elif kind is EntityKind.ORGANIZATION:
+            answer = self._object(
+                "update organization", apis.update_org, org_id=entity_id, body=body
+            )
+        else:
+            answer = self._object(
+                "update enterprise", apis.update_enterprise, enterprise_id=entity_id, body=body
+            )
+        return Entity.from_wire(kind, answer)
+
     def delete_entity(self, kind: EntityKind, entity_id: str) -> None:
         """Delete a repository or organization (refused with 400 while it has scale sets)."""
         apis = self._apis()
