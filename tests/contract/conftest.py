@@ -78,6 +78,7 @@ def garm(sim: GarmSim) -> Garm:
     assert call(sim.url, "PUT", "/controller", urls, token=token).status == 200
     creds = {
         "name": "fake-pat",
+        "description": "PAT for fake GitHub",
         "endpoint": "github.com",
         "auth_type": "pat",
         "pat": {"oauth2_token": "fake-pat-token"},
