@@ -1,0 +1,108 @@
+"""The marker the charm keeps in a scale set's `extended_state` (ADR 0002).
+
+GARM stores `extended_state` as a free string, lets clients write it on update and returns it in
+list responses (REFERENCE C14). The charm writes a small JSON object there:
+
+    {"config":"<16 hex>","enabled-at":"<RFC 3339>","logical":"small",
+     "managed-by":"garm-charm","retired-at":"<RFC 3339>","delete-failures":2}
+
+- `managed-by` and `logical` prove the charm made the scale set and say for which spec; a scale
+  set without them is hand-made and never touched.
+- `config` is a hash of the fields list responses omit (`extra_specs`, the template), so a pass
+  can tell whether they changed without one GET per scale set.
+- `retired-at` starts the drain clock; it is written in the same PUT that retires, so the clock
+  survives charm, hook and GARM restarts. `enabled-at` is set when a retired generation is
+  re-enabled (its `created_at` is old, so the hand-over grace counts from here).
+- `delete-failures` counts deletes GARM answered 200 to but kept (REFERENCE C9).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, cast
+
+from scaleset_spec import ScalesetSpec
+
+MANAGED_BY = "garm-charm"
+
+
+@dataclasses.dataclass(frozen=True)
+class Marker:
+    """What the charm knows about one of its scale sets, stored in GARM itself."""
+
+    logical: str
+    config: str = ""
+    retired_at: datetime.datetime | None = None
+    enabled_at: datetime.datetime | None = None
+    delete_failures: int = 0
+
+    @property
+    def retired(self) -> bool:
+        """Whether the charm has retired this scale set (its drain clock is running)."""
+        return self.retired_at is not None
+
+    def render(self) -> str:
+        """Return the compact JSON written to `extended_state`."""
+        body: dict[str, Any] = {
+            "managed-by": MANAGED_BY,
+            "logical": self.logical,
+            "config": self.config,
+        }
+        if self.retired_at is not None:
+            body["retired-at"] = _format_time(self.retired_at)
+        if self.enabled_at is not None:
+            body["enabled-at"] = _format_time(self.enabled_at)
+        if self.delete_failures:
+            body["delete-failures"] = self.delete_failures
+        return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def parse_marker(extended_state: str) -> Marker | None:
+    """Return the charm's marker in `extended_state`, or None if this charm did not write it."""
+    if not extended_state.strip().startswith("{"):
+        return None
+    try:
+        body = json.loads(extended_state)
+    except ValueError:
+        return None
+    if not isinstance(body, Mapping):
+        return None
+    fields = cast("Mapping[str, Any]", body)
+    logical = fields.get("logical")
+    if fields.get("managed-by") != MANAGED_BY or not isinstance(logical, str) or not logical:
+        return None
+    config = fields.get("config")
+    failures = fields.get("delete-failures")
+    return Marker(
+        logical=logical,
+        config=config if isinstance(config, str) else "",
+        retired_at=_parse_time(fields.get("retired-at")),
+        enabled_at=_parse_time(fields.get("enabled-at")),
+        delete_failures=failures if isinstance(failures, int) and failures > 0 else 0,
+    )
+
+
+def config_hash(spec: ScalesetSpec) -> str:
+    """Return 16 hex characters of sha256 over the fields GARM's list responses omit."""
+    hidden = {"extra_specs": dict(spec.extra_specs), "template": spec.template_name}
+    text = json.dumps(hidden, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _format_time(moment: datetime.datetime) -> str:
+    utc = moment.astimezone(datetime.UTC)
+    return utc.isoformat().replace("+00:00", "Z")
+
+
+def _parse_time(value: object) -> datetime.datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)

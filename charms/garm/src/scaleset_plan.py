@@ -1,0 +1,632 @@
+"""Pure planning of one scale-set pass: specs + what GARM shows -> actions + report.
+
+Nothing here does I/O. The reconciler observes GARM, calls `prepare`, `group` and `needs`,
+fetches what `needs` asks for, calls `plan`, and executes the actions it returns. Every decision
+is re-derived from what GARM shows (names, markers, instances), so a pass after any restart
+makes the same decision as the pass before it would have.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from garm_models import (
+    Entity,
+    EntityKind,
+    Instance,
+    ScaleSet,
+    ScaleSetCreate,
+    ScaleSetUpdate,
+    normalise_labels,
+)
+from scaleset_marker import Marker, config_hash, parse_marker
+from scaleset_naming import DEFAULT_MAX_LENGTH, FamilyIndex, is_valid_logical_name, name_for
+from scaleset_naming import live_name as spec_live_name
+from scaleset_naming import stem as spec_stem
+from scaleset_report import Phase, PredecessorReport, ReconcileReport, SpecReport
+from scaleset_spec import ScalesetSpec
+
+# GARM refuses to remove an instance in any other state (REFERENCE C13, §5.3).
+FORCEABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
+DEFAULT_RUNNER_GROUP = "Default"
+_ENTITY_NOUNS = {
+    EntityKind.REPOSITORY: "repository",
+    EntityKind.ORGANIZATION: "organization",
+    EntityKind.ENTERPRISE: "enterprise",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class ReconcileSettings:
+    """Operator policy for changeovers.
+
+    Attributes:
+        handover_grace: how long a new scale set must have existed (or been re-enabled) before
+            its predecessors are retired, so its listener is up at GitHub.
+        drain_timeout: how long a retired scale set may keep runners (jobs) before they are
+            force-removed; GitHub's default job timeout is 6 hours.
+        max_name_length: the longest live name the charm creates.
+    """
+
+    handover_grace: datetime.timedelta = datetime.timedelta(seconds=60)
+    drain_timeout: datetime.timedelta = datetime.timedelta(hours=7)
+    max_name_length: int = DEFAULT_MAX_LENGTH
+
+
+# Actions --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class CreateAction:
+    """Create the live scale set, then stamp it with `marker` (create cannot set it)."""
+
+    owner: str
+    entity_kind: EntityKind
+    entity_id: str
+    params: ScaleSetCreate
+    template_name: str | None
+    marker: Marker
+
+
+@dataclasses.dataclass(frozen=True)
+class UpdateAction:
+    """Update one scale set; `set_template` asks the executor to resolve the template id."""
+
+    owner: str
+    scaleset_id: int
+    name: str
+    update: ScaleSetUpdate
+    set_template: bool = False
+    template_name: str | None = None
+    os_type: str = "linux"
+
+
+@dataclasses.dataclass(frozen=True)
+class ForceRemoveAction:
+    """Force-remove one runner of a retired scale set past its drain deadline (kills its job)."""
+
+    owner: str
+    scaleset_name: str
+    instance_name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class DeleteAction:
+    """Delete a retired, empty scale set; the executor confirms by listing again."""
+
+    owner: str
+    scaleset_id: int
+    name: str
+    marker: Marker
+
+
+Action = CreateAction | UpdateAction | ForceRemoveAction | DeleteAction
+
+
+# Preparing specs ------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecEntry:
+    """A spec that passed validation, with its live name."""
+
+    spec: ScalesetSpec
+    live_name: str
+
+
+@dataclasses.dataclass
+class Prepared:
+    """The specs of one pass: valid entries, and reports for those that cannot be handled."""
+
+    entries: list[SpecEntry]
+    rejected: list[SpecReport]
+    warnings: list[str]
+    configured_names: frozenset[str]
+    index: FamilyIndex
+    max_name_length: int
+
+
+def prepare(specs: Sequence[ScalesetSpec], settings: ReconcileSettings) -> Prepared:
+    """Validate specs, drop duplicates (the first wins) and compute live names."""
+    unique, warnings = _first_of_each_name(specs)
+    entries: list[SpecEntry] = []
+    rejected: list[SpecReport] = []
+    taken: dict[str, str] = {}
+    for spec in unique:
+        problems = validate_spec(spec, settings)
+        live = "" if problems else spec_live_name(spec, settings.max_name_length)
+        if live in taken:
+            problems.append(f"its name {live!r} is also the name of {taken[live]!r}")
+        if problems:
+            rejected.append(
+                SpecReport(spec.name, Phase.BLOCKED, message="; ".join(problems), errors=problems)
+            )
+            continue
+        taken[live] = spec.name
+        entries.append(SpecEntry(spec, live))
+    index = FamilyIndex(
+        {entry.live_name: entry.spec.name for entry in entries},
+        {e.spec.name: spec_stem(e.spec.name, settings.max_name_length) for e in entries},
+    )
+    names = frozenset(spec.name for spec in unique)
+    return Prepared(entries, rejected, warnings, names, index, settings.max_name_length)
+
+
+def validate_spec(spec: ScalesetSpec, settings: ReconcileSettings) -> list[str]:
+    """Return why GARM would refuse (or mishandle) `spec`, one message each; empty if valid."""
+    problems: list[str] = []
+    if not is_valid_logical_name(spec.name):
+        problems.append("the name must be made of a-z, 0-9 and '-' (not at either end)")
+    problems.extend(desired_create(spec, spec.name).validate())
+    if not spec.entity.name.strip():
+        problems.append("no repository or organization is set")
+    try:
+        if not problems:
+            spec_live_name(spec, settings.max_name_length)
+    except ValueError as error:
+        problems.append(str(error))
+    return problems
+
+
+def desired_create(spec: ScalesetSpec, name: str) -> ScaleSetCreate:
+    """Return the create request for `spec` under `name` (the template id is resolved later)."""
+    return ScaleSetCreate(
+        name=name,
+        provider_name=spec.provider_name,
+        image=spec.image,
+        flavor=spec.flavor,
+        labels=tuple(sorted(normalise_labels(spec.labels))),
+        max_runners=spec.max_runners,
+        min_idle_runners=spec.min_idle_runners,
+        os_type=spec.os_type,
+        os_arch=spec.os_arch,
+        enabled=True,
+        runner_group=spec.runner_group or DEFAULT_RUNNER_GROUP,
+        runner_bootstrap_timeout=spec.runner_bootstrap_timeout,
+        extra_specs=dict(spec.extra_specs) or None,
+    )
+
+
+def _first_of_each_name(
+    specs: Sequence[ScalesetSpec],
+) -> tuple[list[ScalesetSpec], list[str]]:
+    first: dict[str, ScalesetSpec] = {}
+    warnings: list[str] = []
+    for spec in specs:
+        kept = first.setdefault(spec.name, spec)
+        if kept is not spec and kept != spec:
+            warnings.append(
+                f"scale set {spec.name!r} is configured more than once with different "
+                "settings; the first one is used"
+            )
+    return list(first.values()), warnings
+
+
+# Grouping observed scale sets -----------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """An observed scale set the charm owns (or may adopt), with its marker if it has one."""
+
+    scaleset: ScaleSet
+    marker: Marker | None
+
+
+@dataclasses.dataclass
+class Family:
+    """One spec's observed scale sets."""
+
+    live: Member | None = None
+    predecessors: list[Member] = dataclasses.field(default_factory=list[Member])
+    foreign: list[str] = dataclasses.field(default_factory=list[str])
+
+
+@dataclasses.dataclass
+class Grouping:
+    """Every observed scale set sorted into families, orphans and hand-made ones."""
+
+    families: dict[str, Family]
+    orphans: list[Member]
+
+
+def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
+    """Sort observed scale sets into the specs' families and the charm's orphans.
+
+    A spec's live name is always its own; a scale set carrying this charm's marker belongs to
+    the spec the marker names (an orphan if no spec has that name); an unmarked scale set
+    whose name is in a family is adopted only if its name is the one the charm would have
+    given it (it was created just before a marker could be written); anything else is
+    hand-made and left alone.
+    """
+    families = {entry.spec.name: Family() for entry in prepared.entries}
+    orphans: list[Member] = []
+    for scaleset in sorted(scalesets, key=lambda s: s.id):
+        member = Member(scaleset, parse_marker(scaleset.extended_state))
+        owner = prepared.index.owner(scaleset.name)
+        family = families.get(owner) if owner is not None else None
+        is_live = prepared.index.live_owner(scaleset.name) is not None
+        if family is not None and family.live is None and is_live:
+            family.live = member
+        elif member.marker is not None:
+            _place_marked(member, member.marker, prepared, families, orphans)
+        elif family is not None and owner is not None:
+            _place_unmarked(member, owner, family, prepared.max_name_length)
+    return Grouping(families, orphans)
+
+
+def _place_marked(
+    member: Member,
+    marker: Marker,
+    prepared: Prepared,
+    families: Mapping[str, Family],
+    orphans: list[Member],
+) -> None:
+    family = families.get(marker.logical)
+    if family is not None:
+        family.predecessors.append(member)
+    elif marker.logical not in prepared.configured_names:
+        orphans.append(member)
+    # Otherwise its spec exists but was rejected this pass: leave the family as it is.
+
+
+def _place_unmarked(member: Member, owner: str, family: Family, max_name_length: int) -> None:
+    scaleset = member.scaleset
+    own_name = name_for(
+        owner,
+        labels=scaleset.labels,
+        provider_name=scaleset.provider_name,
+        entity_kind=scaleset.entity_kind,
+        entity_name=scaleset.entity_name,
+        max_length=max_name_length,
+    )
+    if own_name == scaleset.name:
+        family.predecessors.append(member)
+    else:
+        family.foreign.append(scaleset.name)
+
+
+# What else to observe -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Needs:
+    """What the pass must list besides scale sets, so a converged pass lists nothing more."""
+
+    entity_kinds: frozenset[EntityKind]
+    providers: bool
+    instances: bool
+
+
+def needs(prepared: Prepared, grouping: Grouping, *, sweep_orphans: bool) -> Needs:
+    """Return what to fetch: entities and providers only to create, instances only to drain."""
+    creating = [e for e in prepared.entries if grouping.families[e.spec.name].live is None]
+    retired = [
+        member
+        for family in grouping.families.values()
+        for member in family.predecessors
+        if member.marker is not None and member.marker.retired
+    ]
+    retired_orphans = sweep_orphans and any(
+        m.marker is not None and m.marker.retired for m in grouping.orphans
+    )
+    return Needs(
+        entity_kinds=frozenset(entry.spec.entity.kind for entry in creating),
+        providers=bool(creating),
+        instances=bool(retired) or retired_orphans,
+    )
+
+
+# Planning -------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Observed:
+    """What the pass fetched because `needs` asked for it (None: not fetched)."""
+
+    providers: frozenset[str] | None = None
+    entities: Mapping[tuple[EntityKind, str], Entity] | None = None
+    instances: Mapping[int, Sequence[Instance]] | None = None
+
+    def runners(self, scaleset_id: int) -> Sequence[Instance]:
+        """Return the instances of one scale set."""
+        return (self.instances or {}).get(scaleset_id, ())
+
+
+@dataclasses.dataclass
+class Plan:
+    """The actions of one pass, in order, and the report they will be executed against."""
+
+    actions: list[Action]
+    report: ReconcileReport
+
+
+def entity_key(kind: EntityKind, name: str) -> tuple[EntityKind, str]:
+    """Return how entities are looked up: GitHub names are case-insensitive."""
+    return kind, name.strip().lower()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    now: datetime.datetime
+    settings: ReconcileSettings
+    observed: Observed
+
+
+def plan(
+    prepared: Prepared,
+    grouping: Grouping,
+    observed: Observed,
+    *,
+    now: datetime.datetime,
+    settings: ReconcileSettings,
+    sweep_orphans: bool,
+) -> Plan:
+    """Decide every action of the pass from the specs and what GARM shows."""
+    context = _Context(now, settings, observed)
+    report = ReconcileReport(warnings=list(prepared.warnings))
+    actions: list[Action] = []
+    for entry in prepared.entries:
+        spec_report, spec_actions = plan_spec(entry, grouping.families[entry.spec.name], context)
+        report.specs.append(spec_report)
+        actions.extend(spec_actions)
+    report.specs.extend(prepared.rejected)
+    if sweep_orphans:
+        for orphan in grouping.orphans:
+            orphan_report, orphan_actions = _plan_orphan(orphan, context)
+            report.orphans.append(orphan_report)
+            actions.extend(orphan_actions)
+    else:
+        report.orphans_kept = [orphan.scaleset.name for orphan in grouping.orphans]
+    return Plan(actions, report)
+
+
+def plan_spec(
+    entry: SpecEntry, family: Family, context: _Context
+) -> tuple[SpecReport, list[Action]]:
+    """Plan one spec: its live scale set first, then each predecessor."""
+    spec = entry.spec
+    report = SpecReport(spec.name, Phase.ACTIVE, live_name=entry.live_name)
+    report.warnings.extend(
+        f"scale set {name!r} looks like a generation of {spec.name!r} but carries no marker "
+        "of this charm; it is left alone"
+        for name in family.foreign
+    )
+    wanted = normalise_labels(spec.labels)
+    report.labels_changing = any(
+        m.scaleset.normalised_labels != wanted for m in family.predecessors
+    )
+    if family.live is None:
+        return _plan_create(entry, family, context, report)
+    actions: list[Action] = []
+    update = live_update(spec, family.live, context.now)
+    if update is not None:
+        actions.append(update)
+    ready = _plan_live_readiness(spec, family.live, context, report)
+    for member in family.predecessors:
+        predecessor, retire_actions = plan_retirement(spec.name, member, ready, context)
+        report.predecessors.append(predecessor)
+        actions.extend(retire_actions)
+    _summarise(report, ready)
+    return report, actions
+
+
+def _plan_create(
+    entry: SpecEntry, family: Family, context: _Context, report: SpecReport
+) -> tuple[SpecReport, list[Action]]:
+    spec = entry.spec
+    entity, missing = _create_prerequisites(spec, context.observed)
+    if entity is None:
+        report.phase = Phase.SKIPPED
+        report.message = missing
+        report.warnings.append(missing)
+        return report, []
+    report.phase = Phase.CREATING
+    report.predecessors = [
+        PredecessorReport(m.scaleset.name, m.scaleset.id, Phase.ACTIVE)
+        for m in family.predecessors
+    ]
+    marker = Marker(logical=spec.name, config=config_hash(spec))
+    action = CreateAction(
+        owner=spec.name,
+        entity_kind=entity.kind,
+        entity_id=entity.id,
+        params=desired_create(spec, entry.live_name),
+        template_name=spec.template_name,
+        marker=marker,
+    )
+    return report, [action]
+
+
+def _create_prerequisites(spec: ScalesetSpec, observed: Observed) -> tuple[Entity | None, str]:
+    """Return the spec's entity, or None and what GARM is missing to create its scale set."""
+    if spec.provider_name not in (observed.providers or frozenset()):
+        return None, f"provider {spec.provider_name!r} is not configured in GARM yet"
+    entity = (observed.entities or {}).get(entity_key(spec.entity.kind, spec.entity.name))
+    if entity is None:
+        kind = _ENTITY_NOUNS[spec.entity.kind]
+        return None, f"{kind} {spec.entity.name!r} is not registered in GARM yet"
+    return entity, ""
+
+
+def live_update(spec: ScalesetSpec, live: Member, now: datetime.datetime) -> UpdateAction | None:
+    """Return the one update that makes the live scale set match `spec`, or None if it does.
+
+    Visible fields are compared with what GARM lists; `extra_specs` and the template, which
+    lists omit, through the marker's config hash. A retired or disabled live scale set (a
+    label change back to an earlier set) is re-enabled with its counts restored.
+    """
+    scaleset, marker = live.scaleset, live.marker
+    reenabling = not scaleset.enabled or (marker is not None and marker.retired)
+    fields = _visible_differences(spec, scaleset)
+    hidden = config_hash(spec)
+    hidden_differs = marker is None or marker.config != hidden
+    if hidden_differs:
+        fields["extra_specs"] = dict(spec.extra_specs)
+    wanted_marker = Marker(
+        logical=spec.name,
+        config=hidden,
+        enabled_at=now if reenabling else (marker.enabled_at if marker else None),
+    )
+    if wanted_marker != marker:
+        fields["extended_state"] = wanted_marker.render()
+    if not fields and not hidden_differs:
+        return None
+    return UpdateAction(
+        owner=spec.name,
+        scaleset_id=scaleset.id,
+        name=scaleset.name,
+        update=ScaleSetUpdate(**fields),
+        set_template=hidden_differs,
+        template_name=spec.template_name,
+        os_type=spec.os_type,
+    )
+
+
+def _visible_differences(spec: ScalesetSpec, scaleset: ScaleSet) -> dict[str, Any]:
+    """Return the mutable fields a list response shows that differ from `spec`.
+
+    GARM applies a string field only when it is not empty, so an empty spec value means
+    "leave it"; min and max are sent together so GARM never sees min > max in between.
+    """
+    fields: dict[str, Any] = {}
+    if not scaleset.enabled:
+        fields["enabled"] = True
+    if (scaleset.min_idle_runners, scaleset.max_runners) != (
+        spec.min_idle_runners,
+        spec.max_runners,
+    ):
+        fields["min_idle_runners"] = spec.min_idle_runners
+        fields["max_runners"] = spec.max_runners
+    wanted_strings = {
+        "image": spec.image,
+        "flavor": spec.flavor,
+        "os_type": spec.os_type,
+        "os_arch": spec.os_arch,
+        "runner_group": spec.runner_group or DEFAULT_RUNNER_GROUP,
+    }
+    for field, wanted in wanted_strings.items():
+        if wanted.strip() and getattr(scaleset, field) != wanted:
+            fields[field] = wanted
+    if scaleset.runner_bootstrap_timeout != spec.runner_bootstrap_timeout:
+        fields["runner_bootstrap_timeout"] = spec.runner_bootstrap_timeout
+    return fields
+
+
+def _plan_live_readiness(
+    spec: ScalesetSpec, live: Member, context: _Context, report: SpecReport
+) -> bool:
+    """Whether the live scale set may take over: enabled, all labels, past the grace."""
+    missing = live.scaleset.missing_labels(spec.labels)
+    if missing:
+        report.phase = Phase.BLOCKED
+        report.message = (
+            f"GARM created {live.scaleset.name!r} without the labels "
+            f"{', '.join(sorted(missing))} (GitHub may not allow several labels here); "
+            "the old scale set keeps serving: change the labels or enable multiple labels"
+        )
+        report.errors.append(report.message)
+        return False
+    marker = live.marker
+    if not live.scaleset.enabled or (marker is not None and marker.retired):
+        return False
+    since = live.scaleset.created_at
+    if marker is not None and marker.enabled_at is not None:
+        since = max(since, marker.enabled_at)
+    return context.now - since >= context.settings.handover_grace
+
+
+def plan_retirement(
+    logical: str, member: Member, ready: bool, context: _Context, owner: str | None = None
+) -> tuple[PredecessorReport, list[Action]]:
+    """Plan one predecessor (or orphan): retire it, drain it, force it, delete it."""
+    scaleset, marker = member.scaleset, member.marker
+    owner = owner or logical
+    if marker is None or marker.retired_at is None:
+        if not ready:
+            return PredecessorReport(scaleset.name, scaleset.id, Phase.ACTIVE), []
+        base = marker or Marker(logical=logical)
+        retired = dataclasses.replace(base, retired_at=context.now)
+        return (
+            PredecessorReport(scaleset.name, scaleset.id, Phase.HANDING_OVER),
+            [_retire_action(owner, scaleset, retired)],
+        )
+    actions: list[Action] = []
+    if scaleset.enabled or scaleset.min_idle_runners or scaleset.max_runners:
+        actions.append(_retire_action(owner, scaleset, marker))
+    report = _drain(owner, member, marker, context, actions)
+    return report, actions
+
+
+def _retire_action(owner: str, scaleset: ScaleSet, marker: Marker) -> UpdateAction:
+    """One update that stops the listener and lets GARM remove idle runners (REFERENCE §4.7)."""
+    return UpdateAction(
+        owner=owner,
+        scaleset_id=scaleset.id,
+        name=scaleset.name,
+        update=ScaleSetUpdate(
+            enabled=False, min_idle_runners=0, max_runners=0, extended_state=marker.render()
+        ),
+    )
+
+
+def _drain(
+    owner: str,
+    member: Member,
+    marker: Marker,
+    context: _Context,
+    actions: list[Action],
+) -> PredecessorReport:
+    scaleset = member.scaleset
+    retired_at = marker.retired_at or context.now
+    runners = context.observed.runners(scaleset.id)
+    deadline = retired_at + context.settings.drain_timeout
+    left = max(0.0, (deadline - context.now).total_seconds())
+    report = PredecessorReport(
+        scaleset.name,
+        scaleset.id,
+        Phase.DRAINING,
+        runners=len(runners),
+        seconds_left=left,
+        delete_failures=marker.delete_failures,
+    )
+    if not runners:
+        report.phase = Phase.DELETING
+        actions.append(DeleteAction(owner, scaleset.id, scaleset.name, marker))
+    elif context.now >= deadline:
+        report.phase = Phase.FORCING
+        forceable = [r for r in runners if r.status in FORCEABLE_STATUSES]
+        report.forced = len(forceable)
+        actions.extend(ForceRemoveAction(owner, scaleset.name, r.name) for r in forceable)
+    return report
+
+
+def _plan_orphan(orphan: Member, context: _Context) -> tuple[PredecessorReport, list[Action]]:
+    marker = orphan.marker
+    logical = marker.logical if marker is not None else orphan.scaleset.name
+    return plan_retirement(
+        logical, orphan, ready=True, context=context, owner=orphan_owner(orphan.scaleset.name)
+    )
+
+
+def orphan_owner(name: str) -> str:
+    """Return the key under which an orphan's actions and errors are reported."""
+    return f"orphan:{name}"
+
+
+def _summarise(report: SpecReport, ready: bool) -> None:
+    """Set the spec's phase from its live scale set and predecessors (DESIGN §4 table)."""
+    phases = {p.phase for p in report.predecessors}
+    stopped = sum(p.forced for p in report.predecessors)
+    report.jobs_stopped = stopped
+    lefts = [p.seconds_left for p in report.predecessors if p.phase is Phase.DRAINING]
+    report.seconds_left = min((x for x in lefts if x is not None), default=None)
+    if report.phase is Phase.BLOCKED:
+        return
+    order = (Phase.HANDING_OVER, Phase.FORCING, Phase.DRAINING, Phase.DELETING)
+    report.phase = next((p for p in order if p in phases), Phase.ACTIVE)
+    if not ready:
+        report.phase = Phase.CREATING

@@ -1,0 +1,374 @@
+"""Scale sets: make GARM's scale sets match the specs, changing immutable fields by replacement.
+
+One pass observes GARM, plans in pure code (`scaleset_plan`) and executes the plan:
+
+    list_scalesets -> group into families -> list what the plan needs (providers and entities
+    only to create, instances only to drain) -> plan -> execute -> confirm deletes by listing
+
+Naming is in `scaleset_naming`, the ownership marker and drain clock in `scaleset_marker`
+(ADR 0002), the report and the `juju status` text in `scaleset_report`. The changeover itself
+is explained in docs/explanation/scaleset-changeover.md.
+
+Errors: one spec's refusal by GARM (`GarmApiError`) or a request the client refuses to send
+(`InvalidRequest`) is recorded in that spec's report and the pass goes on; `GarmUnreachable`
+ends the pass at once and propagates, and nothing is inferred from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Protocol
+
+from garm_api import (
+    Entity,
+    EntityKind,
+    GarmApiError,
+    Instance,
+    InvalidRequest,
+    Provider,
+    ScaleSet,
+    ScaleSetCreate,
+    ScaleSetUpdate,
+    Template,
+)
+from scaleset_plan import (
+    Action,
+    CreateAction,
+    DeleteAction,
+    ForceRemoveAction,
+    Needs,
+    Observed,
+    Plan,
+    ReconcileSettings,
+    UpdateAction,
+    entity_key,
+    group,
+    needs,
+    orphan_owner,
+    plan,
+    prepare,
+)
+from scaleset_report import (
+    Phase,
+    PredecessorReport,
+    ReconcileReport,
+    SpecReport,
+    blocked_message,
+    status_message,
+)
+from scaleset_spec import ScalesetSpec
+
+__all__ = [
+    "Phase",
+    "PredecessorReport",
+    "ReconcileReport",
+    "ReconcileSettings",
+    "ScalesetApi",
+    "SpecReport",
+    "blocked_message",
+    "reconcile",
+    "status_message",
+]
+
+logger = logging.getLogger(__name__)
+
+# Deletes GARM answered but did not carry out (REFERENCE C9) before the report calls it stuck.
+REPEATED_DELETE_FAILURES = 3
+
+
+class ScalesetApi(Protocol):
+    """The `GarmClient` calls the scale-set reconciler makes."""
+
+    def list_scalesets(self) -> list[ScaleSet]:
+        """Return every scale set."""
+        ...
+
+    def list_providers(self) -> list[Provider]:
+        """Return the configured providers."""
+        ...
+
+    def list_entities(self, kind: EntityKind) -> list[Entity]:
+        """Return every entity of one kind."""
+        ...
+
+    def list_templates(self, os_type: str | None = None) -> list[Template]:
+        """Return templates (without bodies)."""
+        ...
+
+    def list_instances(self) -> list[Instance]:
+        """Return every instance."""
+        ...
+
+    def create_scaleset(
+        self, kind: EntityKind, entity_id: str, params: ScaleSetCreate
+    ) -> ScaleSet:
+        """Create a scale set."""
+        ...
+
+    def update_scaleset(self, scaleset_id: int, params: ScaleSetUpdate) -> ScaleSet:
+        """Update a scale set's mutable fields."""
+        ...
+
+    def delete_scaleset(self, scaleset_id: int) -> None:
+        """Ask GARM to delete a scale set."""
+        ...
+
+    def delete_instance(self, name: str, *, force: bool = True) -> None:
+        """Remove a runner."""
+        ...
+
+
+def reconcile(
+    api: ScalesetApi,
+    specs: Sequence[ScalesetSpec],
+    *,
+    now: datetime.datetime,
+    settings: ReconcileSettings | None = None,
+    sweep_orphans: bool,
+) -> ReconcileReport:
+    """Run one pass: observe GARM, plan, execute, confirm deletes, report.
+
+    Args:
+        api: a `GarmClient` (or anything with the same calls).
+        specs: the desired scale sets; the first of several with one name wins.
+        now: the current time (aware), the clock of retirements and of the hand-over grace.
+        settings: hand-over grace, drain timeout and name length; defaults when None.
+        sweep_orphans: whether `specs` is the complete desired state, so that this charm's
+            scale sets whose spec is gone may be retired and deleted. Pass False while a
+            relation exists that has not published its spec yet.
+
+    Returns:
+        What the pass found and did; API refusals are in it, never raised.
+
+    Raises:
+        GarmUnreachable: GARM did not answer; the pass stopped at that call.
+    """
+    settings = settings or ReconcileSettings()
+    counted = _CountingApi(api)
+    prepared = prepare(specs, settings)
+    grouping = group(prepared, counted.list_scalesets())
+    observed = _observe(counted, needs(prepared, grouping, sweep_orphans=sweep_orphans))
+    the_plan = plan(
+        prepared, grouping, observed, now=now, settings=settings, sweep_orphans=sweep_orphans
+    )
+    _Executor(counted, the_plan).run()
+    report = the_plan.report
+    report.requests, report.writes = counted.requests, counted.writes
+    for error in report.all_errors():
+        logger.warning("scale sets: %s", error)
+    return report
+
+
+def _observe(api: ScalesetApi, wanted: Needs) -> Observed:
+    """Fetch what the plan needs and nothing else (a converged pass lists only scale sets)."""
+    providers = frozenset(p.name for p in api.list_providers()) if wanted.providers else None
+    entities: dict[tuple[EntityKind, str], Entity] | None = None
+    if wanted.entity_kinds:
+        entities = {
+            entity_key(entity.kind, entity.name): entity
+            for kind in sorted(wanted.entity_kinds)
+            for entity in api.list_entities(kind)
+        }
+    instances: dict[int, list[Instance]] | None = None
+    if wanted.instances:
+        instances = defaultdict(list)
+        for instance in api.list_instances():
+            if instance.scale_set_id:
+                instances[instance.scale_set_id].append(instance)
+        instances = dict(instances)
+    return Observed(providers, entities, instances)
+
+
+class _Executor:
+    """Runs a plan's actions in order; one owner's refusal skips only that owner's rest."""
+
+    def __init__(self, api: ScalesetApi, the_plan: Plan) -> None:
+        self._api = api
+        self._actions = the_plan.actions
+        self._report = the_plan.report
+        self._specs = {spec.logical: spec for spec in the_plan.report.specs}
+        self._orphans = {orphan_owner(o.name): o for o in the_plan.report.orphans}
+        self._failed: set[str] = set()
+        self._deleted: list[DeleteAction] = []
+        self._templates: list[Template] | None = None
+
+    def run(self) -> None:
+        """Execute every action, then confirm the deletes by listing again."""
+        for action in self._actions:
+            if action.owner in self._failed:
+                continue
+            try:
+                self._execute(action)
+            except (GarmApiError, InvalidRequest) as error:
+                if not isinstance(action, ForceRemoveAction):
+                    self._failed.add(action.owner)
+                self._fail(action.owner, f"{_describe(action)}: {error}")
+        if self._deleted:
+            self._confirm_deletes()
+
+    def _execute(self, action: Action) -> None:
+        if isinstance(action, CreateAction):
+            self._create(action)
+        elif isinstance(action, UpdateAction):
+            self._update(action)
+        elif isinstance(action, ForceRemoveAction):
+            self._api.delete_instance(action.instance_name, force=True)
+        else:
+            self._api.delete_scaleset(action.scaleset_id)
+            self._deleted.append(action)
+
+    def _create(self, action: CreateAction) -> None:
+        params = action.params
+        if action.template_name is not None:
+            template_id = self._template_id(action.template_name, params.os_type, required=True)
+            params = dataclasses.replace(params, template_id=template_id)
+        created = self._api.create_scaleset(action.entity_kind, action.entity_id, params)
+        # Create cannot carry extended_state: stamp it now (a crash in between is adopted).
+        marker = ScaleSetUpdate(extended_state=action.marker.render())
+        self._api.update_scaleset(created.id, marker)
+
+    def _update(self, action: UpdateAction) -> None:
+        update = action.update
+        if action.set_template:
+            name = action.template_name
+            template_id = self._template_id(
+                name or f"github_{action.os_type}", action.os_type, required=name is not None
+            )
+            if template_id is not None:
+                update = dataclasses.replace(update, template_id=template_id)
+        self._api.update_scaleset(action.scaleset_id, update)
+
+    def _template_id(self, name: str, os_type: str, *, required: bool) -> int | None:
+        if self._templates is None:
+            self._templates = self._api.list_templates()
+        for template in self._templates:
+            if template.name == name and template.forge_type in ("github", ""):
+                return template.id
+        if required:
+            raise InvalidRequest(f"template {name!r} ({os_type}) does not exist in GARM")
+        return None
+
+    def _confirm_deletes(self) -> None:
+        """GARM may answer 200 and keep the scale set (REFERENCE C9): list again to know."""
+        remaining = {scaleset.id for scaleset in self._api.list_scalesets()}
+        for action in self._deleted:
+            if action.scaleset_id in remaining:
+                self._kept(action)
+            else:
+                self._gone(action)
+
+    def _kept(self, action: DeleteAction) -> None:
+        failures = action.marker.delete_failures + 1
+        text = f"GARM answered the delete of {action.name!r} but kept it"
+        if failures >= REPEATED_DELETE_FAILURES:
+            text += f" {failures} times in a row: check GARM's log (GitHub refused the delete?)"
+        else:
+            text += "; retrying on the next pass"
+        self._fail(action.owner, text)
+        counted = dataclasses.replace(action.marker, delete_failures=failures)
+        try:
+            self._api.update_scaleset(
+                action.scaleset_id, ScaleSetUpdate(extended_state=counted.render())
+            )
+        except (GarmApiError, InvalidRequest) as error:
+            self._fail(action.owner, f"recording the failed delete of {action.name!r}: {error}")
+        for predecessor in self._predecessors(action.owner):
+            if predecessor.scaleset_id == action.scaleset_id:
+                predecessor.delete_failures = failures
+
+    def _gone(self, action: DeleteAction) -> None:
+        spec = self._specs.get(action.owner)
+        if spec is None:
+            self._report.orphans = [
+                o for o in self._report.orphans if o.scaleset_id != action.scaleset_id
+            ]
+            self._report.warnings.append(f"deleted unconfigured scale set {action.name!r}")
+            return
+        spec.predecessors = [p for p in spec.predecessors if p.scaleset_id != action.scaleset_id]
+        if spec.phase is Phase.DELETING and not spec.predecessors:
+            spec.phase = Phase.ACTIVE
+
+    def _predecessors(self, owner: str) -> list[PredecessorReport]:
+        spec = self._specs.get(owner)
+        if spec is not None:
+            return spec.predecessors
+        orphan = self._orphans.get(owner)
+        return [orphan] if orphan is not None else []
+
+    def _fail(self, owner: str, text: str) -> None:
+        spec = self._specs.get(owner)
+        if spec is not None:
+            spec.errors.append(text)
+            if spec.phase is not Phase.BLOCKED:
+                spec.phase = Phase.ERROR
+                spec.message = text
+            return
+        orphan = self._orphans.get(owner)
+        if orphan is not None:
+            orphan.phase = Phase.ERROR
+        self._report.errors.append(text)
+
+
+def _describe(action: Action) -> str:
+    if isinstance(action, CreateAction):
+        return f"creating {action.params.name!r}"
+    if isinstance(action, UpdateAction):
+        return f"updating {action.name!r}"
+    if isinstance(action, ForceRemoveAction):
+        return f"removing runner {action.instance_name!r} of {action.scaleset_name!r}"
+    return f"deleting {action.name!r}"
+
+
+class _CountingApi:
+    """Counts requests and writes, so the report can show the pass's cost."""
+
+    def __init__(self, api: ScalesetApi) -> None:
+        self._api = api
+        self.requests = 0
+        self.writes = 0
+
+    def list_scalesets(self) -> list[ScaleSet]:
+        self.requests += 1
+        return self._api.list_scalesets()
+
+    def list_providers(self) -> list[Provider]:
+        self.requests += 1
+        return self._api.list_providers()
+
+    def list_entities(self, kind: EntityKind) -> list[Entity]:
+        self.requests += 1
+        return self._api.list_entities(kind)
+
+    def list_templates(self, os_type: str | None = None) -> list[Template]:
+        self.requests += 1
+        return self._api.list_templates(os_type)
+
+    def list_instances(self) -> list[Instance]:
+        self.requests += 1
+        return self._api.list_instances()
+
+    def create_scaleset(
+        self, kind: EntityKind, entity_id: str, params: ScaleSetCreate
+    ) -> ScaleSet:
+        self.requests += 1
+        self.writes += 1
+        return self._api.create_scaleset(kind, entity_id, params)
+
+    def update_scaleset(self, scaleset_id: int, params: ScaleSetUpdate) -> ScaleSet:
+        self.requests += 1
+        self.writes += 1
+        return self._api.update_scaleset(scaleset_id, params)
+
+    def delete_scaleset(self, scaleset_id: int) -> None:
+        self.requests += 1
+        self.writes += 1
+        self._api.delete_scaleset(scaleset_id)
+
+    def delete_instance(self, name: str, *, force: bool = True) -> None:
+        self.requests += 1
+        self.writes += 1
+        self._api.delete_instance(name, force=force)
