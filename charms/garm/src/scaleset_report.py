@@ -106,13 +106,14 @@ def status_message(report: ReconcileReport, limit: int = 2) -> str:
     At most `limit` specs are named, then `+N more`; several predecessors of one spec are one
     entry. Force-removed runners are always said, since their jobs were stopped.
     """
-    entries = [_changeover_text(spec) for spec in report.specs if spec.phase in CHANGEOVER_PHASES]
-    stopped = sum(spec.jobs_stopped for spec in report.specs)
-    if report.orphans:
-        entries.append(_orphans_text(report.orphans))
+    entries: list[str] = []
     failed = [spec.logical for spec in report.specs if spec.phase is Phase.ERROR]
     if failed or report.errors:
         entries.append(f"GARM refused changes to {_names(failed) or 'scale sets'} (see the log)")
+    entries += [_changeover_text(spec) for spec in report.specs if spec.phase in CHANGEOVER_PHASES]
+    stopped = sum(spec.jobs_stopped for spec in report.specs)
+    if report.orphans:
+        entries.append(_orphans_text(report.orphans))
     text = ", ".join(entries[:limit])
     if len(entries) > limit:
         text += f", +{len(entries) - limit} more"

@@ -1,0 +1,482 @@
+"""An in-memory GARM with GARM's scale-set rules, for the scale-set reconciler's tests.
+
+It implements the calls of `scaleset_reconciler.ScalesetApi` and answers with the domain types
+parsed by `from_wire` from bodies shaped like GARM's real answers (tests/contract/wire/): absent
+fields when false or zero, tags from a global case-insensitive table, `extra_specs` and
+`template_name` missing from lists.
+
+Rules kept: labels and provider are fixed at creation; update applies string fields only when
+non-empty and refuses min > max or a zero bootstrap timeout; delete is refused while enabled or
+while any instance exists, and answers success for unknown ids; instances are removed only in
+running/error/pending_delete/pending_force_delete. `tick()` is GARM's worker: idle runners up to
+`min(min_idle + desired, max)` while enabled, idle runners above it removed, busy runners kept.
+
+Faults: `refuse` (the next calls of an operation answer 400 or 500), `outage` (every call raises
+`GarmUnreachable`), `keep_deletes` (DELETE answers 200 and keeps the scale set, REFERENCE C9),
+`drop_labels` (labels GARM/GitHub silently drops at creation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import itertools
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from garm_api import (
+    Entity,
+    EntityKind,
+    GarmBadRequest,
+    GarmConflict,
+    GarmServerError,
+    GarmUnreachable,
+    Instance,
+    Provider,
+    ScaleSet,
+    ScaleSetCreate,
+    ScaleSetUpdate,
+    Template,
+)
+
+START = datetime.datetime(2026, 11, 29, 22, 50, 7, 62603, tzinfo=datetime.UTC)
+REPO_ID = "c35919a8-8f26-4fc5-ba84-a7386cbd45c8"
+ORG_ID = "8da7b8a3-7f2a-4118-a61d-468b5d98d916"
+WRITE_OPERATIONS = frozenset(
+    {"create_scaleset", "update_scaleset", "delete_scaleset", "delete_instance"}
+)
+FORCEABLE = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
+
+
+def go_time(moment: datetime.datetime) -> str:
+    """Format a time as Go's RFC 3339 with nanoseconds (as GARM sends it)."""
+    text = moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+    return text.rstrip("0").rstrip(".") + "Z"
+
+
+@dataclasses.dataclass
+class _Row:
+    id: int
+    name: str
+    entity_kind: EntityKind
+    entity_id: str
+    entity_name: str
+    provider_name: str
+    tag_ids: list[str]
+    image: str
+    flavor: str
+    os_type: str
+    os_arch: str
+    enabled: bool
+    min_idle_runners: int
+    max_runners: int
+    runner_group: str
+    runner_bootstrap_timeout: int
+    extra_specs: dict[str, Any] | None
+    template_id: int
+    created_at: datetime.datetime
+    updated_at: datetime.datetime
+    extended_state: str = ""
+    desired_runner_count: int = 0
+    generation: int = 0
+
+
+@dataclasses.dataclass
+class _Runner:
+    name: str
+    scaleset_id: int
+    status: str
+    runner_status: str
+    created_at: datetime.datetime
+    id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
+
+
+class FakeGarm:
+    """GARM's scale-set API in memory. `now` is GARM's clock; tests move it."""
+
+    def __init__(
+        self,
+        *,
+        providers: Iterable[str] = ("lxd",),
+        repositories: Iterable[str] = ("fake-org/fake-repo",),
+        organizations: Iterable[str] = ("fake-org",),
+    ) -> None:
+        self.now = START
+        self.providers = list(providers)
+        self.entities: dict[EntityKind, dict[str, str]] = {
+            EntityKind.REPOSITORY: {},
+            EntityKind.ORGANIZATION: {},
+            EntityKind.ENTERPRISE: {},
+        }
+        for index, name in enumerate(repositories):
+            self.entities[EntityKind.REPOSITORY][name] = (
+                REPO_ID if index == 0 else str(uuid.uuid4())
+            )
+        for index, name in enumerate(organizations):
+            self.entities[EntityKind.ORGANIZATION][name] = (
+                ORG_ID if index == 0 else str(uuid.uuid4())
+            )
+        self.templates = [
+            {"id": 1, "name": "github_linux", "os_type": "linux", "owner_id": "system"},
+            {"id": 2, "name": "github_windows", "os_type": "windows", "owner_id": "system"},
+        ]
+        self.rows: dict[int, _Row] = {}
+        self.runners: dict[str, _Runner] = {}
+        self.tags: dict[str, tuple[str, str]] = {}  # lower-cased name -> (id, stored spelling)
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.refusals: dict[str, list[int]] = {}
+        self.outage = False
+        self.keep_deletes = False
+        self.drop_labels: set[str] = set()
+        self.deletes_refused_with_runners: list[str] = []
+        self._ids = itertools.count(1)
+        self._runner_ids = itertools.count(1)
+
+    # Test controls -------------------------------------------------------------------------
+
+    def advance(self, seconds: float) -> None:
+        """Let time pass and GARM's worker run."""
+        self.now += datetime.timedelta(seconds=seconds)
+        self.tick()
+
+    def refuse(self, operation: str, status: int = 400, times: int = 1) -> None:
+        """Make the next `times` calls of `operation` answer `status`."""
+        self.refusals.setdefault(operation, []).extend([status] * times)
+
+    def writes(self) -> list[tuple[str, tuple[Any, ...]]]:
+        """The write calls made so far."""
+        return [call for call in self.calls if call[0] in WRITE_OPERATIONS]
+
+    def by_name(self, name: str) -> ScaleSet:
+        """Return the scale set named `name` as GARM's list shows it."""
+        return next(s for s in self.list_scalesets_quietly() if s.name == name)
+
+    def names(self) -> set[str]:
+        """Names of all scale sets."""
+        return {row.name for row in self.rows.values()}
+
+    def list_scalesets_quietly(self) -> list[ScaleSet]:
+        """List without counting a call."""
+        return [ScaleSet.from_wire(self._wire(row)) for row in self.rows.values()]
+
+    def runners_of(self, name: str) -> list[_Runner]:
+        """Runners of the scale set named `name`."""
+        ids = {row.id for row in self.rows.values() if row.name == name}
+        return [r for r in self.runners.values() if r.scaleset_id in ids]
+
+    def start_job(self, scaleset_id: int) -> str | None:
+        """A job lands on a scale set: an idle runner takes it, or a new one if allowed."""
+        row = self.rows.get(scaleset_id)
+        if row is None or not row.enabled:
+            return None
+        for runner in self.runners.values():
+            if runner.scaleset_id == scaleset_id and runner.runner_status == "idle":
+                runner.runner_status = "active"
+                return runner.name
+        busy = [r for r in self.runners.values() if r.scaleset_id == scaleset_id]
+        if len(busy) >= row.max_runners:
+            return None
+        runner = self._spawn(row, "active")
+        return runner.name
+
+    def finish_job(self, name: str) -> None:
+        """A job ends: its ephemeral runner goes away."""
+        runner = self.runners.get(name)
+        if runner is not None and runner.runner_status == "active":
+            del self.runners[name]
+
+    def tick(self) -> None:
+        """GARM's worker: remove deleted runners, then scale each scale set to its target."""
+        for name, runner in list(self.runners.items()):
+            if runner.status in ("pending_delete", "pending_force_delete"):
+                del self.runners[name]
+            elif runner.status == "pending_create":
+                runner.status = "running"
+        for row in self.rows.values():
+            self._scale(row)
+
+    # The API (ScalesetApi) ----------------------------------------------------------------
+
+    def list_scalesets(self) -> list[ScaleSet]:
+        """GET /scalesets."""
+        self._enter("list_scalesets")
+        return self.list_scalesets_quietly()
+
+    def list_providers(self) -> list[Provider]:
+        """GET /providers."""
+        self._enter("list_providers")
+        return [
+            Provider.from_wire({"name": name, "type": "external", "description": name})
+            for name in self.providers
+        ]
+
+    def list_entities(self, kind: EntityKind) -> list[Entity]:
+        """GET /repositories, /organizations or /enterprises."""
+        self._enter("list_entities", kind)
+        return [
+            self._entity(kind, name, entity_id) for name, entity_id in self.entities[kind].items()
+        ]
+
+    def list_templates(self, os_type: str | None = None) -> list[Template]:
+        """GET /templates (bodies are null in lists)."""
+        self._enter("list_templates", os_type)
+        return [
+            Template.from_wire(
+                {
+                    **t,
+                    "description": "",
+                    "forge_type": "github",
+                    "data": None,
+                    "created_at": go_time(START),
+                    "updated_at": go_time(START),
+                }
+            )
+            for t in self.templates
+            if os_type in (None, t["os_type"])
+        ]
+
+    def list_instances(self) -> list[Instance]:
+        """GET /instances."""
+        self._enter("list_instances")
+        return [Instance.from_wire(self._instance_wire(r)) for r in self.runners.values()]
+
+    def create_scaleset(
+        self, kind: EntityKind, entity_id: str, params: ScaleSetCreate
+    ) -> ScaleSet:
+        """POST /{entity}/{id}/scalesets."""
+        self._enter("create_scaleset", kind, entity_id, params)
+        names = {n for n, i in self.entities[kind].items() if i == entity_id}
+        if not names:
+            raise GarmBadRequest("create scale set", 404, "Not Found", "entity not found")
+        if params.validate():
+            raise GarmServerError("create scale set", 500, "Internal Server Error", "")
+        if any(r.name == params.name and r.entity_id == entity_id for r in self.rows.values()):
+            raise GarmConflict("create scale set", 409, "Conflict", "scale set exists")
+        labels = [label for label in params.labels if label.lower() not in self.drop_labels]
+        row = _Row(
+            id=next(self._ids),
+            name=params.name,
+            entity_kind=kind,
+            entity_id=entity_id,
+            entity_name=names.pop(),
+            provider_name=params.provider_name,
+            tag_ids=[self._tag(label) for label in labels],
+            image=params.image,
+            flavor=params.flavor,
+            os_type=params.os_type,
+            os_arch=params.os_arch,
+            enabled=params.enabled,
+            min_idle_runners=params.min_idle_runners,
+            max_runners=params.max_runners,
+            runner_group=params.runner_group or "Default",
+            runner_bootstrap_timeout=params.runner_bootstrap_timeout or 20,
+            extra_specs=dict(params.extra_specs) if params.extra_specs else None,
+            template_id=params.template_id or (1 if params.os_type == "linux" else 2),
+            created_at=self.now,
+            updated_at=self.now,
+        )
+        self.rows[row.id] = row
+        return ScaleSet.from_wire(self._wire(row, with_details=True))
+
+    def update_scaleset(self, scaleset_id: int, params: ScaleSetUpdate) -> ScaleSet:
+        """PUT /scalesets/{id}."""
+        self._enter("update_scaleset", scaleset_id, params)
+        row = self.rows.get(scaleset_id)
+        if row is None:
+            raise GarmBadRequest("update scale set", 404, "Not Found", "scale set not found")
+        if params.runner_bootstrap_timeout == 0:
+            raise GarmBadRequest("update scale set", 400, "Bad Request", "invalid timeout")
+        minimum = (
+            row.min_idle_runners if params.min_idle_runners is None else params.min_idle_runners
+        )
+        maximum = row.max_runners if params.max_runners is None else params.max_runners
+        if minimum > maximum:
+            raise GarmBadRequest(
+                "update scale set", 400, "Bad Request", "min_idle_runners cannot be larger"
+            )
+        self._apply(row, params)
+        return ScaleSet.from_wire(self._wire(row, with_details=True))
+
+    def delete_scaleset(self, scaleset_id: int) -> None:
+        """DELETE /scalesets/{id}: 200 also for an unknown id, and (C9) when GitHub failed."""
+        self._enter("delete_scaleset", scaleset_id)
+        row = self.rows.get(scaleset_id)
+        if row is None:
+            return
+        if any(r.scaleset_id == scaleset_id for r in self.runners.values()):
+            self.deletes_refused_with_runners.append(row.name)
+            raise GarmBadRequest("delete scale set", 400, "Bad Request", "scale set has runners")
+        if row.enabled:
+            raise GarmBadRequest(
+                "delete scale set", 400, "Bad Request", "scale set is enabled; disable it first"
+            )
+        if self.keep_deletes:
+            return
+        del self.rows[scaleset_id]
+
+    def delete_instance(self, name: str, *, force: bool = True) -> None:
+        """DELETE /instances/{name}?forceRemove=true."""
+        self._enter("delete_instance", name, force)
+        runner = self.runners.get(name)
+        if runner is None:
+            raise GarmBadRequest("delete instance", 404, "Not Found", "instance not found")
+        if runner.status not in FORCEABLE:
+            raise GarmBadRequest("delete instance", 400, "Bad Request", "runner must be ...")
+        runner.status = "pending_force_delete" if force else "pending_delete"
+
+    # Plumbing -----------------------------------------------------------------------------
+
+    def _enter(self, operation: str, *args: Any) -> None:
+        if self.outage:
+            raise GarmUnreachable(operation, "ConnectionRefusedError: [Errno 111]")
+        self.calls.append((operation, args))
+        pending = self.refusals.get(operation)
+        if pending:
+            status = pending.pop(0)
+            kind = GarmServerError if status >= 500 else GarmBadRequest
+            raise kind(operation, status, "refused", "fault injected by the test")
+
+    def _apply(self, row: _Row, params: ScaleSetUpdate) -> None:
+        changed = False
+        for field in ("image", "flavor", "os_type", "os_arch", "runner_group", "extended_state"):
+            value = getattr(params, field)
+            if value and value != getattr(row, field):
+                setattr(row, field, value)
+                changed = True
+        for field in (
+            "enabled",
+            "min_idle_runners",
+            "max_runners",
+            "runner_bootstrap_timeout",
+            "template_id",
+        ):
+            value = getattr(params, field)
+            if value is not None and value != getattr(row, field):
+                setattr(row, field, value)
+                changed = True
+        if params.extra_specs is not None and dict(params.extra_specs) != row.extra_specs:
+            row.extra_specs = dict(params.extra_specs)
+            row.generation += 1
+            changed = True
+        if changed:
+            row.updated_at = self.now
+
+    def _scale(self, row: _Row) -> None:
+        mine = [
+            r
+            for r in self.runners.values()
+            if r.scaleset_id == row.id
+            and r.status not in ("pending_delete", "pending_force_delete")
+        ]
+        target = min(row.min_idle_runners + row.desired_runner_count, row.max_runners)
+        if row.enabled:
+            for _ in range(target - len(mine)):
+                self._spawn(row, "idle")
+        idle = [r for r in mine if r.runner_status == "idle" and r.status == "running"]
+        for runner in idle[: max(0, len(mine) - target)]:
+            runner.status = "pending_delete"
+
+    def _spawn(self, row: _Row, runner_status: str) -> _Runner:
+        name = f"garm-{next(self._runner_ids):012d}"
+        status = "pending_create" if runner_status == "idle" else "running"
+        runner = _Runner(name, row.id, status, runner_status, self.now)
+        self.runners[name] = runner
+        return runner
+
+    def _tag(self, label: str) -> str:
+        key = label.lower()
+        if key not in self.tags:
+            self.tags[key] = (str(uuid.uuid4()), label)
+        return key
+
+    def _entity(self, kind: EntityKind, name: str, entity_id: str) -> Entity:
+        body: dict[str, Any] = {
+            "id": entity_id,
+            "name": name.rsplit("/", maxsplit=1)[-1],
+            "credentials_name": "app",
+            "endpoint": {"name": "github.com"},
+            "pool_manager_status": {"running": True},
+        }
+        if kind is EntityKind.REPOSITORY:
+            body["owner"] = name.split("/", maxsplit=1)[0]
+        return Entity.from_wire(kind, body)
+
+    def _wire(self, row: _Row, *, with_details: bool = False) -> dict[str, Any]:
+        """The body GARM sends: absent when false/0/empty (REFERENCE §4.3)."""
+        prefix = {
+            EntityKind.REPOSITORY: "repo",
+            EntityKind.ORGANIZATION: "org",
+            EntityKind.ENTERPRISE: "enterprise",
+        }[row.entity_kind]
+        body: dict[str, Any] = {
+            "runner_prefix": "garm",
+            "created_at": go_time(row.created_at),
+            "updated_at": go_time(row.updated_at),
+            "id": row.id,
+            "scale_set_id": row.id + 100,
+            "name": row.name,
+            "disable_update": False,
+            "state": "pending_create",
+            "provider_name": row.provider_name,
+            "max_runners": row.max_runners,
+            "min_idle_runners": row.min_idle_runners,
+            "image": row.image,
+            "flavor": row.flavor,
+            "os_type": row.os_type,
+            "os_arch": row.os_arch,
+            "enabled": row.enabled,
+            "enable_shell": False,
+            "generation": row.generation,
+            "endpoint": {
+                "created_at": "0001-01-01T00:00:00Z",
+                "updated_at": "0001-01-01T00:00:00Z",
+            },
+            "runner_bootstrap_timeout": row.runner_bootstrap_timeout,
+            "github-runner-group": row.runner_group,
+            "tags": [{"id": self.tags[t][0], "name": self.tags[t][1]} for t in row.tag_ids],
+            "status_messages": None,
+            f"{prefix}_id": row.entity_id,
+            f"{prefix}_name": row.entity_name,
+            "template_id": row.template_id,
+            "extended_state": row.extended_state,
+            "desired_runner_count": row.desired_runner_count,
+        }
+        if with_details:
+            body["extra_specs"] = row.extra_specs
+            body["template_name"] = next(
+                (t["name"] for t in self.templates if t["id"] == row.template_id), None
+            )
+        omitempty = (
+            "max_runners",
+            "min_idle_runners",
+            "enabled",
+            "tags",
+            "extended_state",
+            "desired_runner_count",
+            "extra_specs",
+            "template_name",
+        )
+        return {k: v for k, v in body.items() if k not in omitempty or v}
+
+    def _instance_wire(self, runner: _Runner) -> dict[str, Any]:
+        return {
+            "id": runner.id,
+            "provider_id": f"fake-{runner.name}",
+            "provider_name": "lxd",
+            "agent_id": 100,
+            "name": runner.name,
+            "os_type": "linux",
+            "os_name": "fakeos",
+            "os_version": "1.0",
+            "os_arch": "amd64",
+            "status": runner.status,
+            "runner_status": runner.runner_status,
+            "scale_set_id": runner.scaleset_id,
+            "created_at": go_time(runner.created_at),
+            "updated_at": go_time(runner.created_at),
+            "github-runner-group": "Default",
+            "heartbeat": "0001-01-01T00:00:00Z",
+            "capabilities": {"has_shell": False},
+            "generation": 0,
+        }
