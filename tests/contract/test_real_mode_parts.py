@@ -1,0 +1,174 @@
+"""Real-GARM mode parts that run without a binary: fake GitHub, fake provider, config."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import tomllib
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contract.real_garm import PROVIDER_SOURCE, RealGarm
+from fake_github import FakeGitHub, FakeGitHubConfig
+
+PAT = "fake-pat-token"
+SETS = "/_services/pipelines/fake/_apis/runtime/runnerscalesets"
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    """A fake GitHub with a short long-poll and a 10-character name limit."""
+    with FakeGitHub(config=FakeGitHubConfig(longpoll_seconds=0.1, max_name_length=10)) as fake:
+        yield fake
+
+
+def gh(
+    fake: FakeGitHub, method: str, path: str, body: Any = None, token: str = PAT
+) -> tuple[int, Any]:
+    """Call the fake GitHub; return status and decoded body."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(fake.url + path, data=data, method=method)  # noqa: S310
+    request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310
+            raw = response.read()
+            return response.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as error:
+        raw = error.read()
+        return error.code, json.loads(raw) if raw else None
+
+
+def test_rest_calls_need_the_pat(github: FakeGitHub):
+    """Arrange: the fake GitHub. Act: rate_limit with and without the PAT.
+
+    Assert: `resources.core` with the PAT (GARM crashes without it), 401 otherwise.
+    """
+    good = gh(github, "GET", "/api/v3/rate_limit")
+    bad = gh(github, "GET", "/api/v3/rate_limit", token="wrong")
+
+    assert good[0] == 200
+    assert good[1]["resources"]["core"]["remaining"] == 5000
+    assert bad[0] == 401
+
+
+def test_registration_yields_jwts_with_exp(github: FakeGitHub):
+    """Arrange: the fake GitHub. Act: registration token, then runner registration.
+
+    Assert: both tokens are three-part JWTs with an `exp` claim; the actions URL is local.
+    """
+    status, token = gh(github, "POST", "/api/v3/repos/o/r/actions/runners/registration-token")
+    _, registration = gh(github, "POST", "/actions/runner-registration", {"url": "x"})
+
+    assert status == 201
+    for jwt in (token["token"], registration["token"]):
+        payload = jwt.split(".")[1]
+        assert "exp" in json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert registration["url"].startswith(github.url)
+
+
+def test_scale_set_create_duplicate_limit_and_delete(github: FakeGitHub):
+    """Arrange: a 10-character limit. Act: create, duplicate, too long, look up, delete.
+
+    Assert: 200, 409, 400, found by name and group, 204 (the only answer GARM accepts).
+    """
+    body = {"name": "short", "runnerGroupId": 1, "labels": []}
+
+    created = gh(github, "POST", f"{SETS}?api-version=6.0-preview", body)
+    duplicate = gh(github, "POST", SETS, body)
+    too_long = gh(github, "POST", SETS, body | {"name": "much-too-long"})
+    found = gh(github, "GET", f"{SETS}?runnerGroupId=1&name=short")
+    deleted = gh(github, "DELETE", f"{SETS}/{created[1]['id']}")
+
+    assert created[0] == 200
+    assert (duplicate[0], too_long[0]) == (409, 400)
+    assert found[1]["count"] == 1
+    assert deleted[0] == 204
+
+
+def test_sessions_jit_agents_and_messages(github: FakeGitHub):
+    """Arrange: a scale set. Act: open a session, issue a JIT runner, list agents, poll twice.
+
+    Assert: a session with queue URL; the runner listed online; a 202 when idle and a message
+    with `statistics` after jobs are assigned.
+    """
+    scale_set = gh(github, "POST", SETS, {"name": "s", "runnerGroupId": 1})[1]
+    session = gh(github, "POST", f"{SETS}/{scale_set['id']}/sessions", {"ownerName": "garm"})[1]
+    jit = gh(github, "POST", f"{SETS}/{scale_set['id']}/generatejitconfig", {"name": "garm-x"})[1]
+    agents = gh(github, "GET", "/_services/pipelines/fake/_apis/distributedtask/pools/0/agents")[1]
+    idle = gh(github, "GET", f"/msgq/{scale_set['id']}")
+    github.set_assigned_jobs(scale_set["id"], 2)
+    message = gh(github, "GET", f"/msgq/{scale_set['id']}")
+
+    assert session["messageQueueUrl"].endswith(f"/msgq/{scale_set['id']}")
+    assert jit["runner"]["name"] == "garm-x"
+    assert [(a["name"], a["status"]) for a in agents["value"]] == [("garm-x", "online")]
+    assert idle[0] == 202
+    assert message[1]["statistics"]["totalAssignedJobs"] == 2
+
+
+def provider(
+    tmp_path: Path, command: str, stdin: str = "", **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run the fake provider the way GARM does: clean environment, command in GARM_COMMAND."""
+    config = tmp_path / "provider.json"
+    config.write_text(json.dumps({"state_file": str(tmp_path / "state.json")}))
+    clean = {"GARM_COMMAND": command, "GARM_PROVIDER_CONFIG_FILE": str(config)} | env
+    return subprocess.run(
+        [sys.executable, str(PROVIDER_SOURCE)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=clean,
+        check=False,
+        timeout=10,
+    )
+
+
+def test_fake_provider_creates_lists_and_deletes(tmp_path: Path):
+    """Arrange: an empty provider state.
+
+    Act: CreateInstance, ListInstances, DeleteInstance twice.
+
+    Assert: a `running` instance named as GARM asked; listed under its pool; deleted (0), then
+    "not found" (30).
+    """
+    pool = {"GARM_POOL_ID": "set-uuid"}
+
+    created = provider(tmp_path, "CreateInstance", json.dumps({"name": "garm-abc"}), **pool)
+    listed = provider(tmp_path, "ListInstances", **pool)
+    other_pool = provider(tmp_path, "ListInstances", GARM_POOL_ID="other")
+    deleted = provider(tmp_path, "DeleteInstance", GARM_INSTANCE_ID="garm-abc")
+    again = provider(tmp_path, "DeleteInstance", GARM_INSTANCE_ID="garm-abc")
+
+    assert json.loads(created.stdout)["status"] == "running"
+    assert [i["name"] for i in json.loads(listed.stdout)] == ["garm-abc"]
+    assert json.loads(other_pool.stdout) == []
+    assert (deleted.returncode, again.returncode) == (0, 30)
+
+
+def test_real_garm_config_follows_the_minimal_sqlite_layout(tmp_path: Path):
+    """Arrange: a RealGarm in a temp dir (no binary needed). Act: render its config.
+
+    Assert: loopback IP bind, 32-character passphrase, absolute db path, external provider with
+    an executable script whose shebang is absolute.
+    """
+    real = RealGarm("/nonexistent/garm", tmp_path, "fake")
+
+    config = tomllib.loads(real.write_config().read_text())
+
+    assert config["apiserver"]["bind"] == "127.0.0.1"
+    assert len(config["database"]["passphrase"]) == 32
+    assert Path(config["database"]["sqlite3"]["db_file"]).is_absolute()
+    provider_entry = config["provider"][0]
+    script = Path(provider_entry["external"]["provider_executable"])
+    assert (provider_entry["name"], provider_entry["provider_type"]) == ("fake", "external")
+    assert os.access(script, os.X_OK)
+    assert script.read_text().startswith(f"#!{sys.executable}\n")

@@ -1,0 +1,488 @@
+"""The fake GitHub HTTP server (stdlib only)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, cast
+from urllib.parse import parse_qs, urlsplit
+
+PIPELINE = "/_services/pipelines/fake"
+_TOKEN_SECONDS = 3600 * 6
+
+
+@dataclass
+class FakeGitHubConfig:
+    """Switches for GitHub's behaviour.
+
+    Attributes:
+        token: the PAT GARM must send; anything else is 401 Bad credentials.
+        max_name_length: scale-set names longer than this are refused with 400 (0 = no limit).
+        delete_status: the answer to a scale-set DELETE (GARM only accepts 204).
+        runner_groups: runner groups of organizations (`Default` has id 1).
+        longpoll_seconds: how long an empty message-queue poll is held before 202.
+    """
+
+    token: str = "fake-pat-token"
+    max_name_length: int = 0
+    delete_status: int = 204
+    runner_groups: dict[str, int] = field(default_factory=lambda: {"Default": 1})
+    longpoll_seconds: float = 2.0
+
+
+@dataclass
+class Answer:
+    """A response: status and JSON body (None = empty)."""
+
+    status: int
+    body: Any = None
+
+
+Route = tuple[
+    str,
+    re.Pattern[str],
+    Callable[["FakeGitHub", dict[str, str], Any, dict[str, list[str]]], Answer],
+]
+
+
+class FakeGitHub:
+    """GitHub as GARM sees it, on 127.0.0.1.
+
+    Args:
+        port: the port (0 = free).
+        config: behaviour switches.
+    """
+
+    def __init__(self, port: int = 0, config: FakeGitHubConfig | None = None) -> None:
+        self.config = config or FakeGitHubConfig()
+        self.port = port
+        self.scale_sets: dict[int, dict[str, Any]] = {}
+        self.sessions: dict[str, int] = {}
+        self.runners: dict[int, dict[str, Any]] = {}
+        self.assigned_jobs: dict[int, int] = {}
+        self.calls: list[tuple[str, str, int]] = []
+        self.lock = threading.RLock()
+        self._stopping = threading.Event()
+        self._next_id = 1
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        """Return the base URL (`base_url` of the GARM endpoint)."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> FakeGitHub:
+        """Start serving."""
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Stop serving."""
+        self.stop()
+
+    def start(self) -> None:
+        """Serve in a background thread."""
+        handler = type("Handler", (_Handler,), {"github": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+
+    def stop(self) -> None:
+        """Stop serving; held long polls end at once."""
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def set_assigned_jobs(self, scale_set_id: int, count: int) -> None:
+        """Make the next message-queue poll report `count` assigned jobs (desired runners)."""
+        with self.lock:
+            self.assigned_jobs[scale_set_id] = count
+
+    def new_id(self) -> int:
+        """Return a fresh GitHub-side id."""
+        with self.lock:
+            self._next_id += 1
+            return self._next_id - 1
+
+    def authorised(self, header: str) -> bool:
+        """Return whether a REST call carries the PAT."""
+        return header.split(" ", 1)[-1] == self.config.token
+
+    def hold_poll(self) -> None:
+        """Hold an empty long poll (bounded; ends early when stopping)."""
+        self._stopping.wait(self.config.longpoll_seconds)
+
+
+def jwt(claims: dict[str, Any] | None = None) -> str:
+    """Return an HS256 JWT with an `exp` claim (GARM parses but never verifies these)."""
+
+    def part(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    body = {"exp": int(time.time()) + _TOKEN_SECONDS} | (claims or {})
+    signing_input = f"{part({'alg': 'HS256', 'typ': 'JWT'})}.{part(body)}"
+    signature = hmac.new(b"fake", signing_input.encode(), hashlib.sha256).digest()
+    return f"{signing_input}.{base64.urlsafe_b64encode(signature).rstrip(b'=').decode()}"
+
+
+def _expires() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + _TOKEN_SECONDS))
+
+
+# -- REST --------------------------------------------------------------------------------------
+
+
+def rate_limit(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """G1: a rate limit with `resources.core` (without it GARM crashes)."""
+    core = {"limit": 5000, "used": 0, "remaining": 5000, "reset": int(time.time()) + 3600}
+    return Answer(200, {"resources": {"core": core}})
+
+
+def downloads(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """G2: runner tools (an empty list would stop all scaling)."""
+    tools = [
+        {
+            "os": os_name,
+            "architecture": arch,
+            "download_url": f"{gh.url}/_downloads/runner-{os_name}-{arch}.tar.gz",
+            "filename": f"runner-{os_name}-{arch}.tar.gz",
+            "sha256_checksum": "0" * 64,
+        }
+        for os_name, arch in (("linux", "x64"), ("linux", "arm64"), ("win", "x64"))
+    ]
+    return Answer(200, tools)
+
+
+def registration_token(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """G3: a registration token (a JWT with exp)."""
+    return Answer(201, {"token": jwt(), "expires_at": _expires()})
+
+
+def runner_groups(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """G4: the organization's runner groups."""
+    groups = [{"id": gid, "name": name} for name, gid in gh.config.runner_groups.items()]
+    return Answer(200, {"total_count": len(groups), "runner_groups": groups})
+
+
+def repo_runners(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """G5: REST runner list (a fallback GARM rarely uses)."""
+    return Answer(200, {"total_count": 0, "runners": []})
+
+
+def runner_registration(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """R2: the Actions-service URL and its token."""
+    return Answer(200, {"url": f"{gh.url}{PIPELINE}/", "token": jwt()})
+
+
+# -- Actions service ---------------------------------------------------------------------------
+
+
+def find_scale_sets(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A1: look a scale set up by name and runner group."""
+    name = query.get("name", [""])[0]
+    group = int(query.get("runnerGroupId", ["1"])[0] or 1)
+    with gh.lock:
+        found = [
+            s for s in gh.scale_sets.values() if s["name"] == name and s["runnerGroupId"] == group
+        ]
+    return Answer(200, {"count": len(found), "value": found})
+
+
+def create_scale_set(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A2: create a scale set (400 for a too-long name, 409 for a duplicate)."""
+    name = str(body.get("name", ""))
+    group = int(body.get("runnerGroupId", 1))
+    limit = gh.config.max_name_length
+    if limit and len(name) > limit:
+        message = f"fake-github: runner scale set name longer than {limit} characters"
+        return Answer(400, {"message": message, "typeKey": "ValidationException"})
+    with gh.lock:
+        if any(s["name"] == name and s["runnerGroupId"] == group for s in gh.scale_sets.values()):
+            message = f"fake-github: scale set {name} already exists in runner group"
+            return Answer(409, {"message": message, "typeKey": "RunnerScaleSetExistsException"})
+        record = {
+            "id": gh.new_id(),
+            "name": name,
+            "runnerGroupId": group,
+            "labels": body.get("labels", []),
+        }
+        gh.scale_sets[record["id"]] = record
+    return Answer(200, record)
+
+
+def patch_scale_set(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A3: rename or regroup a scale set."""
+    with gh.lock:
+        record = gh.scale_sets.get(int(params["id"]))
+        if record is None:
+            return Answer(404, {"message": "not found"})
+        if body.get("name"):
+            limit = gh.config.max_name_length
+            if limit and len(body["name"]) > limit:
+                return Answer(
+                    400,
+                    {"message": f"fake-github: scale set name longer than {limit} characters"},
+                )
+            record["name"] = body["name"]
+        if body.get("runnerGroupId"):
+            record["runnerGroupId"] = body["runnerGroupId"]
+    return Answer(200, record)
+
+
+def delete_scale_set(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A4: delete a scale set; GARM only treats 204 as success."""
+    if gh.config.delete_status == 204:
+        with gh.lock:
+            gh.scale_sets.pop(int(params["id"]), None)
+    return Answer(
+        gh.config.delete_status, None if gh.config.delete_status == 204 else {"message": "fake"}
+    )
+
+
+def find_runner_group(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A5: look a runner group up by name."""
+    name = query.get("groupName", [""])[0]
+    gid = gh.config.runner_groups.get(name)
+    found = (
+        [] if gid is None else [{"id": gid, "name": name, "size": 0, "isDefaultGroup": gid == 1}]
+    )
+    return Answer(200, {"count": len(found), "value": found})
+
+
+def create_session(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A6/A7: open or refresh a message session."""
+    scale_set_id = int(params["id"])
+    session_id = params.get("session") or str(uuid.uuid4())
+    with gh.lock:
+        gh.sessions[session_id] = scale_set_id
+    return Answer(200, _session(gh, scale_set_id, session_id))
+
+
+def delete_session(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A8: close a session (must be 2xx: a 404 crashes GARM)."""
+    with gh.lock:
+        gh.sessions.pop(params["session"], None)
+    return Answer(204)
+
+
+def jit_config(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A9: issue a JIT runner (listed as an online agent until deleted)."""
+    runner = {
+        "id": gh.new_id(),
+        "name": str(body.get("name", "")),
+        "runnerScaleSetId": int(params["id"]),
+    }
+    with gh.lock:
+        gh.runners[runner["id"]] = runner
+    encoded = base64.b64encode(json.dumps({".runner": "fake"}).encode()).decode()
+    return Answer(
+        200, {"runner": {"id": runner["id"], "name": runner["name"]}, "encodedJITConfig": encoded}
+    )
+
+
+def list_agents(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A10: every issued runner, online and idle."""
+    with gh.lock:
+        agents = [_agent(r) for r in gh.runners.values()]
+    return Answer(200, {"count": len(agents), "value": agents})
+
+
+def get_agent(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A11: one agent."""
+    with gh.lock:
+        runner = gh.runners.get(int(params["agent"]))
+    return Answer(404, {"message": "not found"}) if runner is None else Answer(200, _agent(runner))
+
+
+def delete_agent(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A12: remove an agent."""
+    with gh.lock:
+        gh.runners.pop(int(params["agent"]), None)
+    return Answer(204)
+
+
+def acquire_jobs(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """A13: acquire whatever GARM asks for."""
+    ids = cast("list[int]", body or [])
+    return Answer(200, {"count": len(ids), "value": ids})
+
+
+def poll_messages(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """Q1: a message when the assigned-job count changed, else hold then 202."""
+    scale_set_id = int(params["id"])
+    with gh.lock:
+        assigned = gh.assigned_jobs.pop(scale_set_id, None)
+    if assigned is None:
+        gh.hold_poll()
+        return Answer(202)
+    statistics = {
+        "totalAvailableJobs": 0,
+        "totalAcquiredJobs": 0,
+        "totalAssignedJobs": assigned,
+        "totalRunningJobs": 0,
+        "totalRegisteredRunners": 0,
+        "totalBusyRunners": 0,
+        "totalIdleRunners": 0,
+    }
+    message = {"messageId": gh.new_id(), "messageType": "RunnerScaleSetJobMessages", "body": "[]"}
+    return Answer(200, message | {"statistics": statistics})
+
+
+def ack_message(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """Q2: acknowledge a message."""
+    return Answer(204)
+
+
+def _session(gh: FakeGitHub, scale_set_id: int, session_id: str) -> dict[str, Any]:
+    return {
+        "sessionId": session_id,
+        "ownerName": "garm",
+        "runnerScaleSet": {
+            "id": scale_set_id,
+            "name": gh.scale_sets.get(scale_set_id, {}).get("name", ""),
+        },
+        "messageQueueUrl": f"{gh.url}/msgq/{scale_set_id}",
+        "messageQueueAccessToken": jwt(),
+        "statistics": {"totalAssignedJobs": 0},
+    }
+
+
+def _agent(runner: dict[str, Any]) -> dict[str, Any]:
+    return runner | {"status": "online", "busy": False, "labels": []}
+
+
+_API = r"/api/v3"
+_ENTITY = r"/(?:repos/[^/]+/[^/]+|orgs/[^/]+|enterprises/[^/]+)"
+_SETS = PIPELINE + r"/_apis/runtime/runnerscalesets"
+_AGENTS = PIPELINE + r"/_apis/distributedtask/pools/0/agents"
+
+ROUTES: list[Route] = [
+    (m, re.compile(f"^{p}/?$"), h)
+    for m, p, h in (
+        ("GET", _API + r"/rate_limit", rate_limit),
+        ("GET", _API + _ENTITY + r"/actions/runners/downloads", downloads),
+        ("POST", _API + _ENTITY + r"/actions/runners/registration-token", registration_token),
+        ("GET", _API + _ENTITY + r"/actions/runner-groups", runner_groups),
+        ("GET", _API + _ENTITY + r"/actions/runners", repo_runners),
+        ("POST", r"/actions/runner-registration", runner_registration),
+        ("GET", _SETS, find_scale_sets),
+        ("POST", _SETS, create_scale_set),
+        ("PATCH", _SETS + r"/(?P<id>\d+)", patch_scale_set),
+        ("DELETE", _SETS + r"/(?P<id>\d+)", delete_scale_set),
+        ("GET", PIPELINE + r"/_apis/runtime/runnergroups", find_runner_group),
+        ("POST", _SETS + r"/(?P<id>\d+)/sessions", create_session),
+        ("PATCH", _SETS + r"/(?P<id>\d+)/sessions/(?P<session>[^/]+)", create_session),
+        ("DELETE", _SETS + r"/(?P<id>\d+)/sessions/(?P<session>[^/]+)", delete_session),
+        ("POST", _SETS + r"/(?P<id>\d+)/generatejitconfig", jit_config),
+        ("POST", _SETS + r"/(?P<id>\d+)/acquirejobs", acquire_jobs),
+        ("GET", _AGENTS, list_agents),
+        ("GET", _AGENTS + r"/(?P<agent>\d+)", get_agent),
+        ("DELETE", _AGENTS + r"/(?P<agent>\d+)", delete_agent),
+        ("GET", r"/msgq/(?P<id>\d+)", poll_messages),
+        ("DELETE", r"/msgq/(?P<id>\d+)/(?P<message>\d+)", ack_message),
+    )
+]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    github: FakeGitHub
+
+    def do_GET(self) -> None:
+        self._serve("GET")
+
+    def do_POST(self) -> None:
+        self._serve("POST")
+
+    def do_PATCH(self) -> None:
+        self._serve("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: `FakeGitHub.calls` is the record."""
+
+    def _serve(self, method: str) -> None:
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        answer = self._answer(method, parts.path, raw, parse_qs(parts.query))
+        with self.github.lock:
+            self.github.calls.append((method, self.path, answer.status))
+        payload = b"" if answer.body is None else json.dumps(answer.body).encode()
+        self.send_response(answer.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _answer(self, method: str, path: str, raw: bytes, query: dict[str, list[str]]) -> Answer:
+        is_rest = path.startswith(_API)
+        if is_rest and not self.github.authorised(self.headers.get("Authorization", "")):
+            return Answer(401, {"message": "Bad credentials"})
+        body = json.loads(raw.decode("utf-8-sig")) if raw.strip() else {}
+        for route_method, pattern, handler in ROUTES:
+            found = pattern.match(path)
+            if found and route_method == method:
+                return handler(self.github, found.groupdict(), body, query)
+        return Answer(404, {"message": "Not Found"})
