@@ -1,0 +1,145 @@
+"""Charm config -> validated state. No GARM calls, no ops imports.
+
+A bad value raises `InvalidConfigError`, whose message names the option so the charm can set
+Blocked with it; nothing is removed or changed while the config is invalid.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+LogLevel = Literal["debug", "info", "warn", "error"]
+
+_DURATION = re.compile(r"^(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?$")
+
+
+class InvalidConfigError(ValueError):
+    """A config option has a value the charm cannot use.
+
+    Attributes:
+        option: the option's name as `juju config` spells it.
+        reason: why, without echoing the value.
+    """
+
+    def __init__(self, option: str, reason: str) -> None:
+        super().__init__(f"invalid config {option}: {reason}")
+        self.option = option
+        self.reason = reason
+
+
+def parse_duration(value: str) -> datetime.timedelta:
+    """Read a duration such as "7h", "90m", "60s" or "1h30m".
+
+    Raises:
+        ValueError: not such a duration, or zero.
+    """
+    match = _DURATION.match(value.strip())
+    if not value.strip() or match is None:
+        raise ValueError("must be a duration such as 7h, 90m or 60s")
+    parts = {unit: int(amount or 0) for unit, amount in match.groupdict().items()}
+    duration = datetime.timedelta(hours=parts["h"], minutes=parts["m"], seconds=parts["s"])
+    if duration <= datetime.timedelta(0):
+        raise ValueError("must be longer than zero")
+    return duration
+
+
+class CharmConfig(BaseModel):
+    """The charm's config options, validated."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    external_url: str = Field(default="", alias="external-url")
+    port: int = Field(default=9997, ge=1, le=65535)
+    log_level: LogLevel = Field(default="info", alias="log-level")
+    drain_timeout: datetime.timedelta = Field(
+        default=datetime.timedelta(hours=7), alias="drain-timeout"
+    )
+    handover_grace: datetime.timedelta = Field(
+        default=datetime.timedelta(seconds=60), alias="handover-grace"
+    )
+
+    @field_validator("external_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if not value:
+            return ""
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host")
+        if parts.query or parts.fragment:
+            raise ValueError("must not have a query or a fragment")
+        return value
+
+    @field_validator("drain_timeout", "handover_grace", mode="before")
+    @classmethod
+    def _check_duration(cls, value: Any) -> Any:
+        return parse_duration(value) if isinstance(value, str) else value
+
+    def base_url(self, address: str) -> str:
+        """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
+        if self.external_url:
+            return self.external_url
+        host = f"[{address}]" if ":" in address else address
+        return f"http://{host}:{self.port}"
+
+
+def parse_config(raw: Mapping[str, Any]) -> CharmConfig:
+    """Validate the charm's config.
+
+    Raises:
+        InvalidConfigError: naming the first bad option.
+    """
+    try:
+        return CharmConfig.model_validate(dict(raw))
+    except ValidationError as error:
+        first = error.errors()[0]
+        option = _option_name(first["loc"])
+        reason = str(first["msg"]).removeprefix("Value error, ")
+        raise InvalidConfigError(option, reason) from None
+
+
+def _option_name(location: tuple[int | str, ...]) -> str:
+    field = str(location[0]) if location else "config"
+    by_field = {name: info.alias or name for name, info in CharmConfig.model_fields.items()}
+    return by_field.get(field, field)
+
+
+SQLITE: Final = "sqlite3"
+POSTGRESQL: Final = "postgresql"
+SWITCH_HOWTO: Final = "docs/how-to/switch-database.md"
+
+
+def backend_switch_problem(
+    wanted: str, recorded: str, *, sqlite_has_state: bool, garm_has_objects: bool | None
+) -> str | None:
+    """Why GARM must not move to the `wanted` backend now, or None when it may.
+
+    GARM cannot copy its data between backends, so a switch is allowed only when nothing would
+    be lost: GARM never ran, the SQLite file was moved aside by the operator, or GARM holds no
+    credentials and no scale sets (only what bootstrap recreates). Unknown counts as data.
+
+    Args:
+        wanted: the backend the relations ask for.
+        recorded: the backend GARM last ran with ("" if never).
+        sqlite_has_state: whether the SQLite file exists with content.
+        garm_has_objects: whether GARM reports credentials or scale sets; None if unknown.
+    """
+    if recorded in ("", wanted):
+        return None
+    if recorded == SQLITE and not sqlite_has_state:
+        return None
+    if garm_has_objects is False:
+        return None
+    if recorded == SQLITE:
+        return (
+            "GARM's data is in SQLite and cannot move to PostgreSQL: remove the database "
+            f"relation, or see {SWITCH_HOWTO}"
+        )
+    return f"GARM's data is in PostgreSQL: relate the database again, or see {SWITCH_HOWTO}"

@@ -1,0 +1,110 @@
+"""charm_state: config validation and the database-switch rule."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from charm_state import (
+    InvalidConfigError,
+    backend_switch_problem,
+    parse_config,
+    parse_duration,
+)
+
+
+def test_defaults_are_valid():
+    """Arrange: charmcraft.yaml's defaults. Act: parse. Assert: the documented values."""
+    config = parse_config(
+        {
+            "external-url": "",
+            "port": 9997,
+            "log-level": "info",
+            "drain-timeout": "7h",
+            "handover-grace": "60s",
+        }
+    )
+
+    assert config.port == 9997
+    assert config.drain_timeout == datetime.timedelta(hours=7)
+    assert config.handover_grace == datetime.timedelta(seconds=60)
+    assert config.base_url("10.1.2.3") == "http://10.1.2.3:9997"
+
+
+def test_external_url_wins_and_loses_its_trailing_slash():
+    """Arrange: an external URL with a path. Act: parse. Assert: used as the base, no slash."""
+    config = parse_config({"external-url": "https://ci.example.com/garm/"})
+
+    assert config.base_url("10.1.2.3") == "https://ci.example.com/garm"
+
+
+def test_ipv6_unit_address_is_bracketed():
+    """Arrange: no external URL. Act: base URL for an IPv6 address. Assert: bracketed."""
+    assert parse_config({}).base_url("fd00::5") == "http://[fd00::5]:9997"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("7h", datetime.timedelta(hours=7)),
+        ("90m", datetime.timedelta(minutes=90)),
+        ("60s", datetime.timedelta(seconds=60)),
+        ("1h30m", datetime.timedelta(minutes=90)),
+    ],
+)
+def test_durations(text: str, expected: datetime.timedelta):
+    """Arrange: a duration string. Act: parse it. Assert: the timedelta."""
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "option"),
+    [
+        ({"port": 0}, "port"),
+        ({"port": 65536}, "port"),
+        ({"log-level": "verbose"}, "log-level"),
+        ({"external-url": "//garm"}, "external-url"),
+        ({"external-url": "https://"}, "external-url"),
+        ({"external-url": "https://garm.example.com/?x=1"}, "external-url"),
+        ({"drain-timeout": "0s"}, "drain-timeout"),
+        ({"drain-timeout": "1d"}, "drain-timeout"),
+        ({"handover-grace": ""}, "handover-grace"),
+    ],
+)
+def test_bad_values_name_the_option(raw: dict[str, object], option: str):
+    """Arrange: one bad option. Act: parse. Assert: the error names it, not the value."""
+    with pytest.raises(InvalidConfigError) as caught:
+        parse_config(raw)
+
+    assert caught.value.option == option
+    assert str(caught.value).startswith(f"invalid config {option}:")
+
+
+@pytest.mark.parametrize(
+    ("wanted", "recorded", "sqlite_has_state", "has_objects", "blocked"),
+    [
+        ("sqlite3", "", False, None, False),
+        ("postgresql", "postgresql", False, True, False),
+        ("postgresql", "sqlite3", False, True, False),
+        ("postgresql", "sqlite3", True, False, False),
+        ("postgresql", "sqlite3", True, True, True),
+        ("postgresql", "sqlite3", True, None, True),
+        ("sqlite3", "postgresql", False, True, True),
+        ("sqlite3", "postgresql", False, False, False),
+    ],
+)
+def test_backend_switch_rule(
+    wanted: str, recorded: str, sqlite_has_state: bool, has_objects: bool | None, blocked: bool
+):
+    """Arrange: where GARM's data is and what is asked for. Act: check the switch.
+
+    Assert: blocked exactly when data would be lost (unknown counts as data).
+    """
+    problem = backend_switch_problem(
+        wanted, recorded, sqlite_has_state=sqlite_has_state, garm_has_objects=has_objects
+    )
+
+    assert (problem is not None) is blocked
+    if problem is not None:
+        assert "docs/how-to/switch-database.md" in problem
