@@ -1,0 +1,232 @@
+"""Bootstrap secrets and GARM's first-run, login and controller URLs. No ops imports.
+
+The secrets (JWT signing key, database passphrase, admin credentials) are generated once by the
+leader and kept in app-owned Juju secrets through a `SecretStore`; they are never regenerated,
+because a new passphrase would make GARM's encrypted data unreadable and a new JWT secret would
+invalidate every runner's token.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import secrets
+from collections.abc import Callable, Mapping
+from typing import Final, Protocol, TypeVar
+
+from garm_api import (
+    ControllerInfo,
+    GarmClient,
+    GarmConflict,
+    GarmNotInitialised,
+    GarmUnauthorized,
+    GarmUrlsRequired,
+)
+
+logger = logging.getLogger(__name__)
+
+JWT_SECRET_LABEL: Final = "garm-jwt-secret"  # noqa: S105 - a label, not a secret
+DB_PASSPHRASE_LABEL: Final = "garm-db-passphrase"  # noqa: S105 - a label
+ADMIN_LABEL: Final = "garm-admin-credentials"
+ADMIN_USERNAME: Final = "admin"
+ADMIN_EMAIL: Final = "admin@garm.local"
+PASSPHRASE_LENGTH: Final = 32
+
+_T = TypeVar("_T")
+
+
+class SecretStore(Protocol):
+    """Where the bootstrap secrets live (app-owned Juju secrets in the charm)."""
+
+    def get(self, label: str) -> Mapping[str, str] | None:
+        """The secret's content, or None when it does not exist (or is not readable yet)."""
+        ...
+
+    def create(self, label: str, content: Mapping[str, str]) -> None:
+        """Create the secret (leader only)."""
+        ...
+
+
+class BootstrapError(Exception):
+    """GARM refused the bootstrap in a way only the operator can fix; safe to show."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BootstrapSecrets:
+    """The values GARM's config and first-run need."""
+
+    jwt_secret: str = dataclasses.field(repr=False)
+    db_passphrase: str = dataclasses.field(repr=False)
+    admin_username: str
+    admin_password: str = dataclasses.field(repr=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class ControllerUrls:
+    """The URLs GARM gives runners and GitHub, as `garm-cli init` derives them."""
+
+    metadata_url: str
+    callback_url: str
+    webhook_url: str
+    agent_url: str
+
+    @classmethod
+    def from_base(cls, base_url: str) -> ControllerUrls:
+        """Derive every URL from the external base URL."""
+        base = base_url.rstrip("/")
+        return cls(
+            metadata_url=f"{base}/api/v1/metadata",
+            callback_url=f"{base}/api/v1/callbacks",
+            webhook_url=f"{base}/webhooks",
+            agent_url=f"{base}/agent",
+        )
+
+    def matches(self, info: ControllerInfo) -> bool:
+        """Whether GARM already has these URLs."""
+        return (
+            info.metadata_url == self.metadata_url
+            and info.callback_url == self.callback_url
+            and info.webhook_url == self.webhook_url
+            and info.agent_url == self.agent_url
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class BootstrapReport:
+    """What a bootstrap pass did."""
+
+    initialised: bool
+    urls_updated: bool
+
+
+# Secrets --------------------------------------------------------------------------------------
+
+
+def ensure_secrets(store: SecretStore) -> BootstrapSecrets:
+    """Read the bootstrap secrets, creating each missing one (leader only); never regenerate."""
+    jwt = _ensure(store, JWT_SECRET_LABEL, lambda: {"secret": secrets.token_urlsafe(48)})
+    passphrase = _ensure(store, DB_PASSPHRASE_LABEL, lambda: {"passphrase": new_passphrase()})
+    admin = _ensure(
+        store,
+        ADMIN_LABEL,
+        lambda: {"username": ADMIN_USERNAME, "password": secrets.token_urlsafe(32)},
+    )
+    return BootstrapSecrets(
+        jwt_secret=jwt["secret"],
+        db_passphrase=passphrase["passphrase"],
+        admin_username=admin["username"],
+        admin_password=admin["password"],
+    )
+
+
+def read_secrets(store: SecretStore) -> BootstrapSecrets | None:
+    """The bootstrap secrets, or None while the leader has not created them all."""
+    jwt = store.get(JWT_SECRET_LABEL)
+    passphrase = store.get(DB_PASSPHRASE_LABEL)
+    admin = store.get(ADMIN_LABEL)
+    if jwt is None or passphrase is None or admin is None:
+        return None
+    return BootstrapSecrets(
+        jwt_secret=jwt["secret"],
+        db_passphrase=passphrase["passphrase"],
+        admin_username=admin["username"],
+        admin_password=admin["password"],
+    )
+
+
+def new_passphrase() -> str:
+    """A 32-character random passphrase (GARM's AES-256 key; must be exactly 32 characters).
+
+    24 random bytes in URL-safe base64 are exactly 32 characters and about 192 bits of
+    entropy, far above what zxcvbn needs for its top score.
+    """
+    passphrase = secrets.token_urlsafe(24)
+    if len(passphrase) != PASSPHRASE_LENGTH:  # pragma: no cover - base64 length is fixed
+        raise AssertionError("passphrase length")
+    return passphrase
+
+
+def _ensure(
+    store: SecretStore, label: str, generate: Callable[[], Mapping[str, str]]
+) -> Mapping[str, str]:
+    existing = store.get(label)
+    if existing is not None:
+        return existing
+    content = generate()
+    store.create(label, content)
+    logger.info("created the %s secret", label)
+    return content
+
+
+# GARM ---------------------------------------------------------------------------------------
+
+
+def bootstrap(
+    client: GarmClient, creds: BootstrapSecrets, urls: ControllerUrls
+) -> BootstrapReport:
+    """Make GARM usable: first-run if needed, log in, set the controller URLs if they differ.
+
+    The client stays logged in for the calls that follow.
+
+    Raises:
+        BootstrapError: GARM refuses the admin credentials from the Juju secret.
+        GarmUnreachable: GARM did not answer (not started yet, or down).
+        GarmApiError: any other refusal.
+    """
+    initialised = login(client, creds)
+    info = _controller_info(client, creds)
+    if info is not None and urls.matches(info):
+        return BootstrapReport(initialised=initialised, urls_updated=False)
+    _relogin_on_401(
+        client,
+        creds,
+        lambda: client.update_controller(
+            metadata_url=urls.metadata_url,
+            callback_url=urls.callback_url,
+            webhook_url=urls.webhook_url,
+            agent_url=urls.agent_url,
+        ),
+    )
+    logger.info("set GARM's controller URLs under %s", urls.webhook_url.rsplit("/", 1)[0])
+    return BootstrapReport(initialised=initialised, urls_updated=True)
+
+
+def login(client: GarmClient, creds: BootstrapSecrets) -> bool:
+    """Log in as the admin, running first-run first when GARM asks for it.
+
+    Returns:
+        True when this call ran first-run.
+    """
+    try:
+        client.login(creds.admin_username, creds.admin_password)
+    except GarmNotInitialised:
+        pass
+    except GarmUnauthorized:
+        raise BootstrapError(
+            "GARM refuses the admin credentials kept in the Juju secret; "
+            "see docs/how-to/switch-database.md"
+        ) from None
+    else:
+        return False
+    try:
+        client.first_run(creds.admin_username, ADMIN_EMAIL, creds.admin_password)
+    except GarmConflict:
+        logger.info("GARM was already initialised")
+    client.login(creds.admin_username, creds.admin_password)
+    return True
+
+
+def _controller_info(client: GarmClient, creds: BootstrapSecrets) -> ControllerInfo | None:
+    try:
+        return _relogin_on_401(client, creds, client.controller_info)
+    except GarmUrlsRequired:
+        return None
+
+
+def _relogin_on_401(client: GarmClient, creds: BootstrapSecrets, call: Callable[[], _T]) -> _T:
+    """Run a call; if the token was refused (expired, or GARM's secret changed), log in again."""
+    try:
+        return call()
+    except GarmUnauthorized:
+        client.login(creds.admin_username, creds.admin_password)
+        return call()

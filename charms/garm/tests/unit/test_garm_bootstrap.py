@@ -1,0 +1,155 @@
+"""garm_bootstrap against the fake GARM over real HTTP, and the secret store contract."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from garm_fake import FakeGarm
+from pytest_httpserver import HTTPServer
+
+from garm_api import GarmClient
+from garm_bootstrap import (
+    ADMIN_LABEL,
+    DB_PASSPHRASE_LABEL,
+    JWT_SECRET_LABEL,
+    BootstrapError,
+    BootstrapSecrets,
+    ControllerUrls,
+    bootstrap,
+    ensure_secrets,
+    new_passphrase,
+    read_secrets,
+)
+
+CREDS = BootstrapSecrets(
+    jwt_secret="jwt", db_passphrase="p" * 32, admin_username="admin", admin_password="pw-9fK2mQ"
+)
+URLS = ControllerUrls.from_base("https://garm.example.com")
+
+
+class MemoryStore:
+    """An in-memory SecretStore."""
+
+    def __init__(self) -> None:
+        self.secrets: dict[str, dict[str, str]] = {}
+
+    def get(self, label: str) -> Mapping[str, str] | None:
+        """The content, or None."""
+        return self.secrets.get(label)
+
+    def create(self, label: str, content: Mapping[str, str]) -> None:
+        """Store the content; creating twice is a bug."""
+        assert label not in self.secrets
+        self.secrets[label] = dict(content)
+
+
+@pytest.fixture
+def client(httpserver: HTTPServer) -> GarmClient:
+    """A client for the fake GARM."""
+    return GarmClient(httpserver.url_for("/").rstrip("/"), read_timeout=2)
+
+
+def test_ensure_secrets_creates_once_and_never_regenerates():
+    """Arrange: an empty store. Act: ensure twice. Assert: three secrets, same values."""
+    store = MemoryStore()
+
+    first = ensure_secrets(store)
+    second = ensure_secrets(store)
+
+    assert first == second
+    assert set(store.secrets) == {JWT_SECRET_LABEL, DB_PASSPHRASE_LABEL, ADMIN_LABEL}
+    assert read_secrets(store) == first
+
+
+def test_read_secrets_is_none_until_all_exist():
+    """Arrange: only the JWT secret exists. Act: read. Assert: None."""
+    store = MemoryStore()
+    store.create(JWT_SECRET_LABEL, {"secret": "x"})
+
+    assert read_secrets(store) is None
+
+
+def test_passphrase_is_32_characters_and_varied():
+    """Arrange: nothing. Act: make 50 passphrases. Assert: 32 chars each, all different."""
+    passphrases = {new_passphrase() for _ in range(50)}
+
+    assert len(passphrases) == 50
+    assert all(len(passphrase) == 32 for passphrase in passphrases)
+
+
+def test_secrets_stay_out_of_repr():
+    """Arrange: bootstrap secrets. Act: repr. Assert: no secret value in it."""
+    text = repr(CREDS)
+
+    assert "pw-9fK2mQ" not in text
+    assert "jwt" not in text.replace("jwt_secret", "")
+
+
+def test_fresh_garm_is_initialised_and_gets_urls(client: GarmClient, garm: FakeGarm):
+    """Arrange: GARM before first-run. Act: bootstrap.
+
+    Assert: first-run with the admin, login, all four URLs set; the client is logged in.
+    """
+    report = bootstrap(client, CREDS, URLS)
+
+    assert report.initialised
+    assert report.urls_updated
+    assert garm.admin == ("admin", "pw-9fK2mQ")
+    assert garm.urls["agent_url"] == "https://garm.example.com/agent"
+    assert client.token in garm.tokens
+
+
+def test_converged_garm_gets_no_write(client: GarmClient, garm: FakeGarm):
+    """Arrange: GARM initialised with the URLs. Act: bootstrap. Assert: only the login."""
+    bootstrap(client, CREDS, URLS)
+    garm.calls.clear()
+
+    report = bootstrap(client, CREDS, URLS)
+
+    assert not report.initialised
+    assert not report.urls_updated
+    assert garm.writes() == ["POST /api/v1/auth/login"]
+
+
+def test_changed_external_url_updates_urls(client: GarmClient, garm: FakeGarm):
+    """Arrange: bootstrapped. Act: bootstrap with another base URL. Assert: one PUT."""
+    bootstrap(client, CREDS, URLS)
+    garm.calls.clear()
+
+    report = bootstrap(client, CREDS, ControllerUrls.from_base("http://10.0.0.9:9997"))
+
+    assert report.urls_updated
+    assert garm.urls["callback_url"] == "http://10.0.0.9:9997/api/v1/callbacks"
+    assert garm.writes().count("PUT /api/v1/controller") == 1
+
+
+def test_expired_token_triggers_one_relogin(client: GarmClient, garm: FakeGarm):
+    """Arrange: bootstrapped; the next token GARM hands out is already expired.
+
+    Act: bootstrap. Assert: the 401 on controller-info leads to exactly one more login.
+    """
+    bootstrap(client, CREDS, URLS)
+    garm.calls.clear()
+    garm.expire_next_token = True
+
+    bootstrap(client, CREDS, URLS)
+
+    assert garm.calls.count("POST /api/v1/auth/login") == 2
+    assert garm.calls.count("GET /api/v1/controller-info") == 2
+
+
+def test_wrong_password_is_a_bootstrap_error_without_the_password(
+    client: GarmClient, garm: FakeGarm
+):
+    """Arrange: GARM initialised with another password. Act: bootstrap.
+
+    Assert: BootstrapError whose text holds no password.
+    """
+    garm.admin = ("admin", "another-password")
+
+    with pytest.raises(BootstrapError) as caught:
+        bootstrap(client, CREDS, URLS)
+
+    assert "pw-9fK2mQ" not in str(caught.value)
+    assert "another-password" not in str(caught.value)
