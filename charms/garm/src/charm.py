@@ -1,11 +1,70 @@
 #!/usr/bin/env python3
-"""Charm entry point for garm: every event leads to one holistic reconcile."""
+"""Charm entry point for garm: every event leads to one holistic reconcile.
 
+Only the leader runs GARM (docs/adr/0003-leader-runs-garm.md); other units install the binaries
+and stand by. The reconcile derives everything from config, relations, Juju secrets and what
+GARM answers, so any event can run it and a repeated run changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
 import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
 
 import ops
 
+from charm_state import (
+    POSTGRESQL,
+    SQLITE,
+    CharmConfig,
+    InvalidConfigError,
+    backend_switch_problem,
+    parse_config,
+)
+from database import Database, DatabaseState, DatabaseStatus
+from garm_api import GarmApiError, GarmClient, GarmError, GarmNotInitialised, GarmUnreachable
+from garm_bootstrap import (
+    BootstrapError,
+    BootstrapSecrets,
+    ControllerUrls,
+    bootstrap,
+    ensure_secrets,
+    read_secrets,
+)
+from workload import (
+    GARM_RESOURCE,
+    PROVIDER_RESOURCE,
+    GarmConfig,
+    ProxyConfig,
+    ResourceError,
+    Workload,
+    WorkloadError,
+)
+
 logger = logging.getLogger(__name__)
+
+CONFIGURATOR_RELATION = "garm-configurator"
+
+
+class JujuSecretStore:
+    """Bootstrap secrets as app-owned Juju secrets, found by label."""
+
+    def __init__(self, model: ops.Model) -> None:
+        self._model = model
+
+    def get(self, label: str) -> Mapping[str, str] | None:
+        """The secret's content, or None when it does not exist or is not readable."""
+        try:
+            return self._model.get_secret(label=label).get_content()
+        except (ops.SecretNotFoundError, ops.ModelError):
+            return None
+
+    def create(self, label: str, content: Mapping[str, str]) -> None:
+        """Create an app-owned secret (the leader's job)."""
+        self._model.app.add_secret(dict(content), label=label, description="GARM bootstrap")
 
 
 class GarmCharm(ops.CharmBase):
@@ -13,10 +72,233 @@ class GarmCharm(ops.CharmBase):
 
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
-        framework.observe(self.on.collect_unit_status, self._on_collect_status)
+        self._workload = Workload()
+        self._secrets = JujuSecretStore(self.model)
+        self._database = Database(self)
+        self._status: ops.StatusBase | None = None
+        for event in (
+            self.on.install,
+            self.on.start,
+            self.on.config_changed,
+            self.on.upgrade_charm,
+            self.on.update_status,
+            self.on.leader_elected,
+            self.on.secret_changed,
+            self.on[self._database_relation].relation_changed,
+            self.on[self._database_relation].relation_broken,
+            self._database.requirer.on.resource_created,
+            self._database.requirer.on.endpoints_changed,
+            self.on[CONFIGURATOR_RELATION].relation_changed,
+            self.on[CONFIGURATOR_RELATION].relation_broken,
+        ):
+            framework.observe(event, self._reconcile)
+        framework.observe(self.on.remove, self._on_remove)
+        framework.observe(self.on.get_credentials_action, self._on_get_credentials)
+        framework.observe(self.on.list_scalesets_action, self._on_list_scalesets)
+        framework.observe(self.on.collect_unit_status, self._on_collect_unit_status)
+        framework.observe(self.on.collect_app_status, self._on_collect_app_status)
 
-    def _on_collect_status(self, event: ops.CollectStatusEvent) -> None:
-        event.add_status(ops.BlockedStatus("not implemented yet"))
+    @property
+    def _database_relation(self) -> str:
+        return "database"
+
+    # The reconcile ------------------------------------------------------------------------
+
+    def _reconcile(self, _: ops.EventBase) -> None:
+        self._status = self._reconcile_unit()
+        logger.info("reconcile: %s %s", self._status.name, self._status.message)
+
+    def _reconcile_unit(self) -> ops.StatusBase:
+        try:
+            config = parse_config(self.config)
+        except InvalidConfigError as error:
+            return ops.BlockedStatus(str(error))
+        proxy = ProxyConfig.from_environment(os.environ)
+        problem = self._install(proxy)
+        if problem is not None:
+            return problem
+        self.unit.set_workload_version(self._workload.version())
+        if not self.unit.is_leader():
+            return self._stand_by()
+        return self._run_garm(config, proxy)
+
+    def _install(self, proxy: ProxyConfig) -> ops.StatusBase | None:
+        if not self._workload.is_installed():
+            self.unit.status = ops.MaintenanceStatus("installing GARM")
+        try:
+            self._workload.install(
+                self._resource(GARM_RESOURCE), self._resource(PROVIDER_RESOURCE), proxy
+            )
+        except ResourceError as error:
+            return ops.BlockedStatus(str(error))
+        except WorkloadError as error:
+            return ops.BlockedStatus(f"install failed: {error}")
+        return None
+
+    def _stand_by(self) -> ops.StatusBase:
+        """Non-leaders never run GARM: two GARMs on one database would fight over runners."""
+        self._workload.stop()
+        if self._database.state().status is DatabaseStatus.ABSENT:
+            return ops.BlockedStatus(
+                "standby, but SQLite cannot be shared: relate PostgreSQL or remove this unit"
+            )
+        return ops.ActiveStatus("standby: the leader runs GARM")
+
+    def _run_garm(self, config: CharmConfig, proxy: ProxyConfig) -> ops.StatusBase:
+        creds = ensure_secrets(self._secrets)
+        database = self._database.state()
+        if database.status is DatabaseStatus.PENDING:
+            return ops.WaitingStatus("waiting for the database relation to share credentials")
+        client = GarmClient(self._local_url(config))
+        backend = POSTGRESQL if database.postgres is not None else SQLITE
+        problem = self._backend_problem(backend, client, creds)
+        if problem is not None:
+            return ops.BlockedStatus(problem)
+        try:
+            self._workload.apply(self._garm_config(config, creds, database, proxy))
+        except WorkloadError as error:
+            return ops.BlockedStatus(f"cannot run GARM: {error}")
+        self._workload.record_backend(backend)
+        status = self._bootstrap(client, config, creds)
+        if status is not None:
+            return status
+        # Seam for the scale-set reconcile: `self._reconcile_scalesets(client, config)` goes
+        # here; `client` is logged in and GARM's controller URLs are set.
+        return ops.ActiveStatus()
+
+    def _garm_config(
+        self,
+        config: CharmConfig,
+        creds: BootstrapSecrets,
+        database: DatabaseState,
+        proxy: ProxyConfig,
+    ) -> GarmConfig:
+        # The OpenStack providers come from the garm-configurator relations; until that
+        # relation's library is wired in, GARM runs with none.
+        return GarmConfig(
+            jwt_secret=creds.jwt_secret,
+            db_passphrase=creds.db_passphrase,
+            port=config.port,
+            log_level=config.log_level,
+            postgres=database.postgres,
+            providers=(),
+            proxy=proxy,
+        )
+
+    def _backend_problem(
+        self, backend: str, client: GarmClient, creds: BootstrapSecrets
+    ) -> str | None:
+        recorded = self._workload.recorded_backend()
+        if recorded in ("", backend):
+            return None
+        return backend_switch_problem(
+            backend,
+            recorded,
+            sqlite_has_state=self._workload.has_sqlite_state(),
+            garm_has_objects=_garm_has_objects(client, creds),
+        )
+
+    def _bootstrap(
+        self, client: GarmClient, config: CharmConfig, creds: BootstrapSecrets
+    ) -> ops.StatusBase | None:
+        urls = ControllerUrls.from_base(config.base_url(self._address()))
+        try:
+            bootstrap(client, creds, urls)
+        except GarmUnreachable:
+            return ops.WaitingStatus("waiting for GARM to start")
+        except BootstrapError as error:
+            return ops.BlockedStatus(str(error))
+        except GarmApiError as error:
+            return ops.BlockedStatus(f"GARM refused its bootstrap: {error}")
+        return None
+
+    # Other events -------------------------------------------------------------------------
+
+    def _on_remove(self, _: ops.RemoveEvent) -> None:
+        self._workload.remove()
+
+    def _on_get_credentials(self, event: ops.ActionEvent) -> None:
+        creds = read_secrets(self._secrets)
+        if creds is None:
+            event.fail(
+                "GARM's admin credentials do not exist yet: the leader creates them when it "
+                "first configures GARM"
+            )
+            return
+        try:
+            url = parse_config(self.config).base_url(self._address())
+        except InvalidConfigError as error:
+            event.fail(str(error))
+            return
+        event.set_results(
+            {"username": creds.admin_username, "password": creds.admin_password, "url": url}
+        )
+
+    def _on_list_scalesets(self, event: ops.ActionEvent) -> None:
+        if not self.unit.is_leader():
+            event.fail("GARM runs on the leader only: juju run garm/leader list-scalesets")
+            return
+        creds = read_secrets(self._secrets)
+        if creds is None:
+            event.fail("GARM is not bootstrapped yet")
+            return
+        try:
+            client = GarmClient(self._local_url(parse_config(self.config)))
+            client.login(creds.admin_username, creds.admin_password)
+            scalesets = client.list_scalesets()
+        except (InvalidConfigError, GarmError) as error:
+            event.fail(str(error))
+            return
+        rows = [
+            {
+                "id": scaleset.id,
+                "name": scaleset.name,
+                "enabled": scaleset.enabled,
+                "provider": scaleset.provider_name,
+                "labels": list(scaleset.labels),
+                "min-idle-runners": scaleset.min_idle_runners,
+                "max-runners": scaleset.max_runners,
+                "desired-runners": scaleset.desired_runner_count,
+                "entity": scaleset.entity_name,
+            }
+            for scaleset in sorted(scalesets, key=lambda scaleset: scaleset.name)
+        ]
+        event.set_results({"count": len(rows), "scalesets": json.dumps(rows)})
+
+    def _on_collect_unit_status(self, event: ops.CollectStatusEvent) -> None:
+        if self._status is not None:
+            event.add_status(self._status)
+
+    def _on_collect_app_status(self, event: ops.CollectStatusEvent) -> None:
+        if self._status is not None:
+            event.add_status(self._status)
+
+    # Helpers ------------------------------------------------------------------------------
+
+    def _resource(self, name: str) -> Path | None:
+        try:
+            return self.model.resources.fetch(name)
+        except (ops.ModelError, NameError):
+            return None
+
+    def _address(self) -> str:
+        address = self.model.get_binding(CONFIGURATOR_RELATION).network.ingress_address
+        return str(address) if address is not None else "127.0.0.1"
+
+    @staticmethod
+    def _local_url(config: CharmConfig) -> str:
+        return f"http://127.0.0.1:{config.port}"
+
+
+def _garm_has_objects(client: GarmClient, creds: BootstrapSecrets) -> bool | None:
+    """Whether GARM holds credentials or scale sets; None when it cannot tell."""
+    try:
+        client.login(creds.admin_username, creds.admin_password)
+        return bool(client.list_github_credentials() or client.list_scalesets())
+    except GarmNotInitialised:
+        return False
+    except GarmError:
+        return None
 
 
 if __name__ == "__main__":  # pragma: nocover

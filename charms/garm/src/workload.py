@@ -280,6 +280,11 @@ class Paths:
         return self.charm_state / "service-fingerprint"
 
     @property
+    def backend(self) -> Path:
+        """Which database backend GARM's state was last written to."""
+        return self.charm_state / "database-backend"
+
+    @property
     def installed(self) -> Path:
         """Which tarballs the installed binaries came from."""
         return self.charm_state / "installed.json"
@@ -491,6 +496,15 @@ class Workload:
             return ""
         result = self._run([str(self.paths.garm_binary), "version"])
         return result.stdout.strip() if result.returncode == 0 else ""
+
+    def recorded_backend(self) -> str:
+        """The backend GARM last ran with ("sqlite3", "postgresql"), or "" if it never ran."""
+        return _read_text(self.paths.backend).strip()
+
+    def record_backend(self, backend: str) -> None:
+        """Remember which backend GARM now keeps its state in."""
+        if self.recorded_backend() != backend:
+            _write_atomic(self.paths.backend, backend.encode(), 0o600)
 
     def has_sqlite_state(self) -> bool:
         """Whether a SQLite database with content exists."""

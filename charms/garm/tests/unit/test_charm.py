@@ -1,13 +1,621 @@
+"""The charm through ops.testing state transitions, with a recording workload and a fake GARM."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
 import ops
+import pytest
+from conftest import database_relation, database_secret
+from garm_fake import ALREADY_INITIALISED, FakeGarm, recorded_body
 from ops import testing
+from werkzeug import Request, Response
+from workload_double import RecordingWorkload
 
-from charm import GarmCharm
+import charm
+from garm_bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
+from workload import ResourceError
+
+Ctx = testing.Context[charm.GarmCharm]
+Resources = frozenset[testing.Resource]
+Config = dict[str, Any]
+
+JWT = "existing-jwt-secret-" + "k3J9xQ" * 6
+PASSPHRASE = "Xk3vQ9-rT7wLp2_Zm8Yc4NbH6sJd1FgA"
+PASSWORD = "existing-admin-Password-9fK2mQ"
 
 
-def test_start_reports_a_status():
-    """Arrange: a fresh unit. Act: start. Assert: collect-status sets a unit status."""
-    ctx = testing.Context(GarmCharm)
+def bootstrap_secrets() -> list[testing.Secret]:
+    """The three app-owned secrets an earlier leader created."""
+    return [
+        testing.Secret({"secret": JWT}, owner="app", label=JWT_SECRET_LABEL),
+        testing.Secret({"passphrase": PASSPHRASE}, owner="app", label=DB_PASSPHRASE_LABEL),
+        testing.Secret(
+            {"username": "admin", "password": PASSWORD}, owner="app", label=ADMIN_LABEL
+        ),
+    ]
 
-    state = ctx.run(ctx.on.start(), testing.State())
 
-    assert isinstance(state.unit_status, ops.StatusBase)
+def secret_by_label(state: testing.State, label: str) -> testing.Secret:
+    """The secret with this label in the output state."""
+    (secret,) = [secret for secret in state.secrets if secret.label == label]
+    return secret
+
+
+# Install and bootstrap ----------------------------------------------------------------------
+
+
+def test_install_bootstraps_garm(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a leader with both resources attached and a GARM before first-run.
+
+    Act: install.
+    Assert: installed from the resources, configured on SQLite, first-run, login and controller
+    URLs from external-url; three app-owned secrets; Active with the workload version.
+    """
+    state = testing.State(leader=True, resources=resources, config=config)
+
+    out = ctx.run(ctx.on.install(), state)
+
+    assert out.unit_status == ops.ActiveStatus()
+    assert out.app_status == ops.ActiveStatus()
+    assert out.workload_version == "v0.2.1"
+    garm_path, provider_path, _ = workload.installs[0]
+    assert garm_path is not None
+    assert garm_path.name == "garm-linux-amd64.tgz"
+    assert provider_path is not None
+    assert provider_path.name == "garm-provider-openstack-linux-amd64.tgz"
+    applied = workload.applied[-1]
+    assert applied.postgres is None
+    assert applied.port == config["port"]
+    assert workload.backend == "sqlite3"
+    assert garm.writes() == [
+        "POST /api/v1/auth/login",
+        "POST /api/v1/first-run",
+        "POST /api/v1/auth/login",
+        "PUT /api/v1/controller",
+    ]
+    assert garm.urls == {
+        "metadata_url": "https://garm.example.com/api/v1/metadata",
+        "callback_url": "https://garm.example.com/api/v1/callbacks",
+        "webhook_url": "https://garm.example.com/webhooks",
+        "agent_url": "https://garm.example.com/agent",
+    }
+    assert {secret.label for secret in out.secrets} == {
+        JWT_SECRET_LABEL,
+        DB_PASSPHRASE_LABEL,
+        ADMIN_LABEL,
+    }
+    assert all(secret.owner == "app" for secret in out.secrets)
+
+
+def test_generated_secrets_meet_garm_rules(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a fresh leader. Act: install.
+
+    Assert: passphrase exactly 32 characters, username letters/digits, long random password and
+    JWT secret, and the rendered config uses the secrets' values.
+    """
+    out = ctx.run(ctx.on.install(), testing.State(leader=True, resources=resources, config=config))
+
+    passphrase = secret_by_label(out, DB_PASSPHRASE_LABEL).tracked_content["passphrase"]
+    admin = secret_by_label(out, ADMIN_LABEL).tracked_content
+    jwt = secret_by_label(out, JWT_SECRET_LABEL).tracked_content["secret"]
+    assert len(passphrase) == 32
+    assert admin["username"].isalnum()
+    assert len(admin["password"]) >= 32
+    assert len(jwt) >= 48
+    assert workload.applied[-1].db_passphrase == passphrase
+    assert workload.applied[-1].jwt_secret == jwt
+    assert garm.admin == (admin["username"], admin["password"])
+
+
+def test_existing_secrets_are_reused_and_bootstrap_is_idempotent(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: secrets exist; GARM was initialised with them and has its URLs.
+
+    Act: config-changed. Assert: no new secret, no first-run, no PUT: only a login.
+    """
+    garm.admin = ("admin", PASSWORD)
+    garm.urls = {
+        "metadata_url": "https://garm.example.com/api/v1/metadata",
+        "callback_url": "https://garm.example.com/api/v1/callbacks",
+        "webhook_url": "https://garm.example.com/webhooks",
+        "agent_url": "https://garm.example.com/agent",
+    }
+    state = testing.State(
+        leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
+    )
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    assert out.unit_status == ops.ActiveStatus()
+    assert len(out.secrets) == 3
+    assert workload.applied[-1].jwt_secret == JWT
+    assert workload.applied[-1].db_passphrase == PASSPHRASE
+    assert garm.writes() == ["POST /api/v1/auth/login"]
+
+
+def test_second_first_run_conflict_means_initialised(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: GARM answers init_required, then 409 Conflict to first-run (a race).
+
+    Act: install. Assert: treated as initialised; login again; Active.
+    """
+    original = garm.handle
+    answered = {"init_required": False}
+
+    def racing(request: Request) -> Response:
+        if request.path == "/api/v1/auth/login" and not answered["init_required"]:
+            answered["init_required"] = True
+            garm.admin = None
+            return original(request)
+        if request.path == "/api/v1/first-run" and garm.admin is None:
+            garm.calls.append("POST /api/v1/first-run")
+            garm.admin = ("admin", PASSWORD)
+            return Response(
+                json.dumps(ALREADY_INITIALISED), status=409, content_type="application/json"
+            )
+        return original(request)
+
+    garm.handle = racing  # type: ignore[method-assign]
+    state = testing.State(
+        leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
+    )
+
+    out = ctx.run(ctx.on.install(), state)
+
+    assert out.unit_status == ops.ActiveStatus()
+    assert garm.writes().count("POST /api/v1/first-run") == 1
+
+
+def test_upgrade_charm_reinstalls_and_keeps_running(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a bootstrapped leader. Act: upgrade-charm.
+
+    Assert: install ran again (a new resource revision may come with it), config applied,
+    still Active, no second first-run.
+    """
+    garm.admin = ("admin", PASSWORD)
+    state = testing.State(
+        leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
+    )
+
+    out = ctx.run(ctx.on.upgrade_charm(), state)
+
+    assert out.unit_status == ops.ActiveStatus()
+    assert workload.calls[:2] == ["install", "apply"]
+    assert "POST /api/v1/first-run" not in garm.calls
+
+
+def test_waiting_while_garm_does_not_answer(
+    ctx: Ctx, workload: RecordingWorkload, resources: Resources, unused_port: int
+):
+    """Arrange: GARM's port has nobody listening (the service is still starting).
+
+    Act: start. Assert: Waiting, with GARM configured and started.
+    """
+    state = testing.State(leader=True, resources=resources, config={"port": unused_port})
+
+    out = ctx.run(ctx.on.start(), state)
+
+    assert out.unit_status == ops.WaitingStatus("waiting for GARM to start")
+    assert workload.calls == ["install", "apply"]
+
+
+def test_wrong_admin_password_blocks_without_leaking_it(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: GARM was initialised with another admin password (e.g. an old database).
+
+    Act: config-changed. Assert: Blocked pointing at the how-to; no password in the message.
+    """
+    garm.admin = ("admin", "some-other-password")
+    state = testing.State(
+        leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
+    )
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert "admin credentials" in out.unit_status.message
+    assert PASSWORD not in out.unit_status.message
+    assert "some-other-password" not in out.unit_status.message
+
+
+# Config and resources -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("port", 0),
+        ("port", 70000),
+        ("log-level", "trace"),
+        ("external-url", "garm.example.com"),
+        ("external-url", "ftp://garm.example.com"),
+        ("drain-timeout", "7 hours"),
+        ("handover-grace", "soon"),
+    ],
+)
+def test_bad_config_blocks_naming_the_option(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    resources: Resources,
+    config: Config,
+    option: str,
+    value: Any,
+):
+    """Arrange: a running leader; one option set to a bad value. Act: config-changed.
+
+    Assert: Blocked naming the option; nothing installed, applied, stopped or removed.
+    """
+    state = testing.State(leader=True, resources=resources, config={**config, option: value})
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert f"invalid config {option}" in out.unit_status.message
+    assert workload.calls == []
+
+
+def test_config_change_reaches_garm_config(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a bootstrapped leader. Act: config-changed with log-level debug.
+
+    Assert: GARM's config carries debug.
+    """
+    garm.admin = ("admin", PASSWORD)
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config={**config, "log-level": "debug"},
+        secrets=bootstrap_secrets(),
+    )
+
+    ctx.run(ctx.on.config_changed(), state)
+
+    assert workload.applied[-1].log_level == "debug"
+
+
+def test_resource_problem_blocks_naming_the_resource(
+    ctx: Ctx, workload: RecordingWorkload, resources: Resources, config: Config
+):
+    """Arrange: the workload cannot install GARM (no resource, no pinned hash).
+
+    Act: install. Assert: Blocked naming garm-binary; nothing configured.
+    """
+    workload.install_error = ResourceError(
+        "garm-binary", "not attached, and no sha256 is pinned for v0.2.1 on amd64"
+    )
+    state = testing.State(leader=True, resources=resources, config=config)
+
+    out = ctx.run(ctx.on.install(), state)
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert out.unit_status.message.startswith("resource garm-binary:")
+    assert "apply" not in workload.calls
+
+
+def test_proxy_reaches_install_and_garm(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    garm: FakeGarm,
+    resources: Resources,
+    config: Config,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Arrange: the model has an HTTPS proxy. Act: install.
+
+    Assert: the proxy is used for the install and written into GARM's config.
+    """
+    monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", "http://squid.internal:3128")
+    monkeypatch.setenv("JUJU_CHARM_NO_PROXY", "127.0.0.1,localhost")
+
+    ctx.run(ctx.on.install(), testing.State(leader=True, resources=resources, config=config))
+
+    assert workload.installs[0][2].https_proxy == "http://squid.internal:3128"
+    assert workload.applied[-1].proxy.no_proxy == "127.0.0.1,localhost"
+
+
+# Units and leadership -------------------------------------------------------------------------
+
+
+def test_non_leader_on_sqlite_stands_by_blocked(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a second unit, no database relation. Act: config-changed.
+
+    Assert: binaries installed, GARM stopped, no GARM call, Blocked explaining SQLite.
+    """
+    state = testing.State(
+        leader=False, resources=resources, config=config, secrets=bootstrap_secrets()
+    )
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    assert workload.calls == ["install", "stop"]
+    assert garm.calls == []
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert "SQLite cannot be shared" in out.unit_status.message
+
+
+def test_non_leader_with_postgresql_is_a_standby(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a second unit with the database related. Act: update-status.
+
+    Assert: GARM stopped, Active standby, no GARM call.
+    """
+    secret = database_secret()
+    state = testing.State(
+        leader=False,
+        resources=resources,
+        config=config,
+        relations=[database_relation(secret)],
+        secrets=[*bootstrap_secrets(), secret],
+    )
+
+    out = ctx.run(ctx.on.update_status(), state)
+
+    assert out.unit_status == ops.ActiveStatus("standby: the leader runs GARM")
+    assert "stop" in workload.calls
+    assert garm.calls == []
+
+
+def test_leader_elected_takes_over_with_the_same_secrets(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a standby becomes leader; secrets exist; PostgreSQL holds GARM's state.
+
+    Act: leader-elected. Assert: GARM configured with the existing secrets and PostgreSQL,
+    no new secret, no first-run (the shared database is initialised), Active.
+    """
+    garm.admin = ("admin", PASSWORD)
+    secret = database_secret()
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        relations=[database_relation(secret)],
+        secrets=[*bootstrap_secrets(), secret],
+    )
+
+    out = ctx.run(ctx.on.leader_elected(), state)
+
+    assert out.unit_status == ops.ActiveStatus()
+    assert len(out.secrets) == 4
+    assert workload.applied[-1].jwt_secret == JWT
+    assert workload.applied[-1].postgres is not None
+    assert "POST /api/v1/first-run" not in garm.calls
+
+
+# Database -----------------------------------------------------------------------------------
+
+
+def test_database_relation_configures_postgresql(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a fresh leader; the database provider has answered. Act: relation-changed.
+
+    Assert: GARM runs on PostgreSQL with the provider's endpoint and credentials.
+    """
+    secret = database_secret()
+    relation = database_relation(secret, endpoints="10.0.0.5:5433,10.0.0.6:5433")
+    state = testing.State(
+        leader=True, resources=resources, config=config, relations=[relation], secrets=[secret]
+    )
+
+    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
+
+    assert out.unit_status == ops.ActiveStatus()
+    postgres = workload.applied[-1].postgres
+    assert postgres is not None
+    assert (postgres.hostname, postgres.port) == ("10.0.0.5", 5433)
+    assert (postgres.username, postgres.password, postgres.database) == (
+        "relation_7",
+        "pg-password",
+        "garm",
+    )
+    assert workload.backend == "postgresql"
+
+
+def test_database_relation_created_requests_the_database(
+    ctx: Ctx, workload: RecordingWorkload, resources: Resources, config: Config
+):
+    """Arrange: a leader; a database relation is created. Act: relation-created.
+
+    Assert: the library wrote a request for the `garm` database into our app data.
+    """
+    relation = testing.Relation("database", remote_app_name="postgresql")
+    state = testing.State(leader=True, resources=resources, config=config, relations=[relation])
+
+    out = ctx.run(ctx.on.relation_created(relation), state)
+
+    requests = json.loads(out.get_relation(relation.id).local_app_data["requests"])
+    assert [request["resource"] for request in requests] == ["garm"]
+
+
+def test_database_joined_but_not_answered_waits(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a database relation without the provider's answer. Act: relation-changed.
+
+    Assert: Waiting for credentials; GARM not reconfigured.
+    """
+    relation = testing.Relation("database", remote_app_name="postgresql")
+    state = testing.State(leader=True, resources=resources, config=config, relations=[relation])
+
+    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
+
+    assert out.unit_status == ops.WaitingStatus(
+        "waiting for the database relation to share credentials"
+    )
+    assert "apply" not in workload.calls
+
+
+def test_switch_to_postgresql_with_sqlite_data_blocks(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: GARM ran on SQLite and holds scale sets; the database relation then answers.
+
+    Act: relation-changed. Assert: Blocked naming the way forward; GARM not reconfigured.
+    """
+    workload.backend = "sqlite3"
+    workload.sqlite_state = True
+    garm.admin = ("admin", PASSWORD)
+    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
+    garm.scalesets_body = recorded_body("21_6b_list_repo_scalesets")
+    secret = database_secret()
+    relation = database_relation(secret)
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        relations=[relation],
+        secrets=[*bootstrap_secrets(), secret],
+    )
+
+    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert "docs/how-to/switch-database.md" in out.unit_status.message
+    assert "apply" not in workload.calls
+    assert workload.backend == "sqlite3"
+
+
+def test_switch_to_postgresql_without_data_proceeds(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: GARM ran on SQLite but holds only its bootstrap (no credentials, no scale sets).
+
+    Act: the database relation answers. Assert: GARM moves to PostgreSQL; Active.
+    """
+    workload.backend = "sqlite3"
+    workload.sqlite_state = True
+    garm.admin = ("admin", PASSWORD)
+    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
+    secret = database_secret()
+    relation = database_relation(secret)
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        relations=[relation],
+        secrets=[*bootstrap_secrets(), secret],
+    )
+
+    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
+
+    assert out.unit_status == ops.ActiveStatus()
+    assert workload.backend == "postgresql"
+
+
+def test_database_broken_with_postgresql_data_blocks(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: GARM runs on PostgreSQL and holds scale sets. Act: the relation is broken.
+
+    Assert: Blocked asking to relate the database again; GARM not moved to SQLite.
+    """
+    workload.backend = "postgresql"
+    garm.admin = ("admin", PASSWORD)
+    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
+    garm.scalesets_body = recorded_body("21_6b_list_repo_scalesets")
+    secret = database_secret()
+    relation = database_relation(secret)
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        relations=[relation],
+        secrets=[*bootstrap_secrets(), secret],
+    )
+
+    out = ctx.run(ctx.on.relation_broken(relation), state)
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert "relate the database again" in out.unit_status.message
+    assert "apply" not in workload.calls
+
+
+# Actions --------------------------------------------------------------------------------------
+
+
+def test_get_credentials_returns_admin_and_url(ctx: Ctx, workload: RecordingWorkload):
+    """Arrange: the bootstrap secrets exist. Act: run get-credentials on a non-leader.
+
+    Assert: username, password and the external URL.
+    """
+    state = testing.State(
+        config={"external-url": "https://garm.example.com/"}, secrets=bootstrap_secrets()
+    )
+
+    ctx.run(ctx.on.action("get-credentials"), state)
+
+    assert ctx.action_results == {
+        "username": "admin",
+        "password": PASSWORD,
+        "url": "https://garm.example.com",
+    }
+
+
+def test_get_credentials_fails_before_they_exist(ctx: Ctx, workload: RecordingWorkload):
+    """Arrange: no secrets yet. Act: get-credentials. Assert: a clear failure."""
+    with pytest.raises(testing.ActionFailed, match="do not exist yet"):
+        ctx.run(ctx.on.action("get-credentials"), testing.State(leader=True))
+
+
+def test_list_scalesets_lists_garms_scale_sets(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, config: Config
+):
+    """Arrange: GARM holds the recorded scale sets. Act: list-scalesets on the leader.
+
+    Assert: one row per scale set, with GARM's normalised values.
+    """
+    garm.admin = ("admin", PASSWORD)
+    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
+    garm.scalesets_body = recorded_body("21_6b_list_repo_scalesets")
+    state = testing.State(leader=True, config=config, secrets=bootstrap_secrets())
+
+    ctx.run(ctx.on.action("list-scalesets"), state)
+
+    assert ctx.action_results is not None
+    rows = json.loads(ctx.action_results["scalesets"])
+    assert ctx.action_results["count"] == len(rows) == 2
+    disabled = next(row for row in rows if not row["enabled"])
+    assert disabled["min-idle-runners"] == 0
+    assert disabled["labels"] == ["harness", "x64"]
+
+
+def test_list_scalesets_on_non_leader_fails(ctx: Ctx, workload: RecordingWorkload):
+    """Arrange: a non-leader. Act: list-scalesets. Assert: fails naming the leader."""
+    with pytest.raises(testing.ActionFailed, match="garm/leader"):
+        ctx.run(ctx.on.action("list-scalesets"), testing.State(secrets=bootstrap_secrets()))
+
+
+def test_list_scalesets_fails_when_garm_is_down(
+    ctx: Ctx, workload: RecordingWorkload, unused_port: int
+):
+    """Arrange: nothing answers on GARM's port. Act: list-scalesets. Assert: fails clearly."""
+    state = testing.State(leader=True, config={"port": unused_port}, secrets=bootstrap_secrets())
+
+    with pytest.raises(testing.ActionFailed, match="unreachable"):
+        ctx.run(ctx.on.action("list-scalesets"), state)
+
+
+# Remove -------------------------------------------------------------------------------------
+
+
+def test_remove_stops_garm_and_removes_the_unit(ctx: Ctx, workload: RecordingWorkload):
+    """Arrange: any unit. Act: remove. Assert: the workload was asked to remove GARM's unit."""
+    ctx.run(ctx.on.remove(), testing.State(leader=True))
+
+    assert workload.calls == ["remove"]

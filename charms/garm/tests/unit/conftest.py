@@ -1,0 +1,89 @@
+"""Fixtures for the charm's state-transition tests."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from garm_fake import FakeGarm
+from ops import testing
+from pytest_httpserver import HTTPServer
+from workload_double import RecordingWorkload
+
+import charm
+
+
+@pytest.fixture
+def workload(monkeypatch: pytest.MonkeyPatch) -> RecordingWorkload:
+    """The charm's workload, replaced by a recording double."""
+    double = RecordingWorkload()
+    monkeypatch.setattr(charm, "Workload", lambda: double)
+    return double
+
+
+@pytest.fixture
+def garm(httpserver: HTTPServer) -> FakeGarm:
+    """A fresh GARM (before first-run) answering on the test server's port."""
+    fake = FakeGarm()
+    fake.install(httpserver)
+    return fake
+
+
+@pytest.fixture
+def ctx(workload: RecordingWorkload) -> testing.Context[charm.GarmCharm]:
+    """A context for the charm with its workload replaced."""
+    return testing.Context(charm.GarmCharm)
+
+
+@pytest.fixture
+def resources(tmp_path: Path) -> frozenset[testing.Resource]:
+    """Both resources attached."""
+    garm_tgz = tmp_path / "garm-linux-amd64.tgz"
+    provider_tgz = tmp_path / "garm-provider-openstack-linux-amd64.tgz"
+    garm_tgz.write_bytes(b"garm tarball")
+    provider_tgz.write_bytes(b"provider tarball")
+    return frozenset(
+        {
+            testing.Resource(name="garm-binary", path=garm_tgz),
+            testing.Resource(name="garm-provider-openstack", path=provider_tgz),
+        }
+    )
+
+
+@pytest.fixture
+def config(httpserver: HTTPServer) -> dict[str, str | int]:
+    """Charm config pointing GARM's port at the fake GARM."""
+    return {"port": httpserver.port, "external-url": "https://garm.example.com"}
+
+
+def database_relation(
+    secret: testing.Secret, endpoints: str = "10.0.0.5:5432"
+) -> testing.Relation:
+    """A database relation whose provider has answered (data contract v1)."""
+    response = {
+        "resource": "garm",
+        "endpoints": endpoints,
+        "secret-user": secret.id,
+        "request-id": "garm-request",
+        "salt": "salt",
+    }
+    return testing.Relation(
+        "database",
+        remote_app_name="postgresql",
+        remote_app_data={"version": "v1", "requests": json.dumps([response])},
+    )
+
+
+def database_secret() -> testing.Secret:
+    """The provider's user secret, granted to garm."""
+    return testing.Secret(tracked_content={"username": "relation_7", "password": "pg-password"})
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A loopback port with nothing listening."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
