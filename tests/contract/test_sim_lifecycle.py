@@ -312,3 +312,20 @@ def test_all_instances_carry_garms_scaleset_id_and_base64_fault(garm: Garm):
     assert instance["scale_set_id"] == created["id"] != created["scale_set_id"]
     assert base64.b64decode(instance["provider_fault"]) == b"quota exceeded"
     assert instance["status"] == "error"
+
+
+def test_finish_job_by_scaleset_name(garm: Garm):
+    """Arrange: two runners, one busy. Act: finish the job by naming the scale set.
+
+    Assert: the busy runner is the one that finished; the idle one stays.
+    """
+    garm.create_scaleset("pair", enabled=True, min_idle_runners=2)
+    busy = garm.sim.start_job("pair")
+
+    finished = garm.sim.finish_job("pair")
+    garm.sim.tick()
+
+    remaining = [i.name for i in garm.sim.instances("pair")]
+    assert finished == busy
+    assert busy not in remaining
+    assert len(remaining) == 2

@@ -237,10 +237,30 @@ class GarmSim:
         """Give an idle runner of the scale set a job; return the runner's name."""
         return scaling.start_job(self.state, self.scaleset(scaleset)).name
 
-    def finish_job(self, instance_name: str) -> None:
-        """Finish the job of a runner: it terminates and goes away at the next tick."""
+    def finish_job(self, runner_or_scaleset: str | int) -> str:
+        """Finish a job: the runner terminates and goes away at the next tick.
+
+        Args:
+            runner_or_scaleset: a runner name, or a scale set (name or id) whose oldest active
+                runner finishes.
+
+        Returns:
+            The name of the runner that finished.
+
+        Raises:
+            LookupError: when there is no such runner or the scale set has no active runner.
+        """
         with self.state.lock:
-            scaling.finish_job(self.state, self.state.instances[instance_name])
+            instance = self.state.instances.get(str(runner_or_scaleset))
+            if instance is None:
+                active = [
+                    i for i in self.instances(runner_or_scaleset) if i.runner_status == "active"
+                ]
+                if not active:
+                    raise LookupError(f"no active runner for {runner_or_scaleset!r}")
+                instance = active[0]
+            scaling.finish_job(self.state, instance)
+            return instance.name
 
     def set_desired(self, scaleset: str | int, count: int) -> None:
         """Set `desired_runner_count` as if GitHub's job queue had reported `count` jobs."""
