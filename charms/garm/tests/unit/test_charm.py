@@ -91,6 +91,15 @@ def test_install_bootstraps_garm(
     assert all(secret.owner == "app" for secret in out.secrets)
 
 
+def test_maintenance_while_installing(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a fresh unit. Act: install. Assert: Maintenance was shown while installing."""
+    ctx.run(ctx.on.install(), testing.State(leader=True, resources=resources, config=config))
+
+    assert ops.MaintenanceStatus("installing GARM") in ctx.unit_status_history
+
+
 def test_generated_secrets_meet_garm_rules(
     ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
 ):

@@ -515,3 +515,17 @@ def test_proxy_from_juju_environment():
 
     assert proxy == ProxyConfig("", "http://squid:3128", "127.0.0.1")
     assert proxy.as_urllib_proxies() == {"https": "http://squid:3128", "no": "127.0.0.1"}
+
+
+def test_backend_marker_is_private_and_remembered(installed: Workload):
+    """Arrange: GARM never ran. Act: record sqlite3, then postgresql.
+
+    Assert: empty before, the last backend after, in a 0600 file.
+    """
+    assert installed.recorded_backend() == ""
+
+    installed.record_backend("sqlite3")
+    installed.record_backend("postgresql")
+
+    assert installed.recorded_backend() == "postgresql"
+    assert mode(installed.paths.backend) == 0o600
