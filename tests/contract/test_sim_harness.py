@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,24 @@ def test_standalone_prints_url_and_credentials():
 
     assert first.startswith("GARM simulator listening on http://127.0.0.1:")
     assert login.status == 200
+
+
+def test_concurrent_requests_are_all_answered(garm: Garm):
+    """Arrange: a scale set. Act: 40 concurrent GETs and PUTs from 8 threads.
+
+    Assert: every request answered 200 and all of them were counted.
+    """
+    created = garm.create_scaleset("busy-api")
+    path = f"/scalesets/{created['id']}"
+    garm.sim.reset_log()
+
+    def one(index: int) -> int:
+        if index % 2:
+            return garm.call("PUT", path, {"extended_state": str(index)}).status
+        return garm.call("GET", path).status
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = list(pool.map(one, range(40)))
+
+    assert statuses == [200] * 40
+    assert garm.sim.count(path="/api/v1/scalesets/{id}") == 40
