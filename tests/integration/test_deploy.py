@@ -72,8 +72,10 @@ def test_label_change_is_rolled_out(juju: jubilant.Juju, garm: str):
     juju.config("small", {"labels": config["labels"] + ",it-changed"})
     juju.wait(lambda status: "labels changing" in status.apps[garm].app_status.message)
     juju.wait(
-        lambda status: jubilant.all_active(status)
-        and "labels changing" not in status.apps[garm].app_status.message
+        lambda status: (
+            jubilant.all_active(status)
+            and "labels changing" not in status.apps[garm].app_status.message
+        )
     )
 
     after = juju.run(f"{garm}/0", "list-scalesets").results
