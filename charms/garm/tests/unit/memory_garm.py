@@ -92,7 +92,7 @@ class _Runner:
     id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
 
 
-class FakeGarm:
+class MemoryGarm:
     """GARM's scale-set API in memory. `now` is GARM's clock; tests move it."""
 
     def __init__(
@@ -130,6 +130,8 @@ class FakeGarm:
         self.keep_deletes = False
         self.drop_labels: set[str] = set()
         self.deletes_refused_with_runners: list[str] = []
+        self.deletes_refused_enabled: list[str] = []
+        self.forced: list[tuple[str, int, datetime.datetime, str]] = []
         self._ids = itertools.count(1)
         self._runner_ids = itertools.count(1)
 
@@ -308,6 +310,7 @@ class FakeGarm:
             self.deletes_refused_with_runners.append(row.name)
             raise GarmBadRequest("delete scale set", 400, "Bad Request", "scale set has runners")
         if row.enabled:
+            self.deletes_refused_enabled.append(row.name)
             raise GarmBadRequest(
                 "delete scale set", 400, "Bad Request", "scale set is enabled; disable it first"
             )
@@ -324,6 +327,9 @@ class FakeGarm:
         if runner.status not in FORCEABLE:
             raise GarmBadRequest("delete instance", 400, "Bad Request", "runner must be ...")
         runner.status = "pending_force_delete" if force else "pending_delete"
+        row = self.rows.get(runner.scaleset_id)
+        state = row.extended_state if row is not None else ""
+        self.forced.append((name, runner.scaleset_id, self.now, state))
 
     # Plumbing -----------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import datetime
 from collections.abc import Sequence
 from typing import Any
 
-from fake_garm import FakeGarm
+from memory_garm import MemoryGarm
 
 from garm_models import EntityKind
 from scaleset_reconciler import ReconcileReport, ReconcileSettings, reconcile
@@ -37,7 +37,7 @@ def make_spec(
 
 
 def run(
-    garm: FakeGarm,
+    garm: MemoryGarm,
     specs: Sequence[ScalesetSpec],
     *,
     sweep_orphans: bool = True,
@@ -47,7 +47,7 @@ def run(
     return reconcile(garm, specs, now=garm.now, settings=settings, sweep_orphans=sweep_orphans)
 
 
-def converge(garm: FakeGarm, specs: Sequence[ScalesetSpec], passes: int = 6) -> ReconcileReport:
+def converge(garm: MemoryGarm, specs: Sequence[ScalesetSpec], passes: int = 6) -> ReconcileReport:
     """Run passes with time passing (past the grace) until the report says converged."""
     report = run(garm, specs)
     for _ in range(passes):

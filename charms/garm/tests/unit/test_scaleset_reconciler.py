@@ -6,7 +6,7 @@ import dataclasses
 import datetime
 
 import pytest
-from fake_garm import FakeGarm
+from memory_garm import MemoryGarm
 from scaleset_fixtures import ORG, SETTINGS, converge, make_spec, run
 
 from garm_api import GarmUnreachable
@@ -18,14 +18,14 @@ from scaleset_reconciler import Phase, ReconcileReport, blocked_message, status_
 NEW_LABELS = ("x64", "gpu")
 
 
-def marker_of(garm: FakeGarm, name: str) -> Marker:
+def marker_of(garm: MemoryGarm, name: str) -> Marker:
     """The charm's marker on the scale set `name`."""
     marker = parse_marker(garm.by_name(name).extended_state)
     assert marker is not None
     return marker
 
 
-def changeover_started(garm: FakeGarm) -> tuple[str, str]:
+def changeover_started(garm: MemoryGarm) -> tuple[str, str]:
     """Converge `small`, change its labels, run the creating pass; return (old, new) names."""
     converge(garm, [make_spec()])
     old = live_name(make_spec())
@@ -39,7 +39,7 @@ def test_first_pass_creates_the_live_scale_set_and_stamps_it():
     Assert: the live name exists, enabled, with the labels, the marker written by the update
     right after the create; the report says creating.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
 
     report = run(garm, [make_spec(min_idle_runners=1)])
 
@@ -56,7 +56,7 @@ def test_first_pass_creates_the_live_scale_set_and_stamps_it():
 
 def test_converged_pass_lists_once_and_writes_nothing():
     """Arrange: a converged GARM. Act: one more pass. Assert: one request, no writes, active."""
-    garm = FakeGarm()
+    garm = MemoryGarm()
     converge(garm, [make_spec()])
     garm.calls.clear()
 
@@ -74,7 +74,7 @@ def test_forty_specs_converged_pass_stays_within_budget():
 
     Act: one pass. Assert: at most 5 requests and no writes.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     specs = [make_spec(f"set-{i}", entity=ORG if i % 2 else make_spec().entity) for i in range(40)]
     converge(garm, specs)
     garm.calls.clear()
@@ -92,7 +92,7 @@ def test_predecessor_is_left_alone_within_the_handover_grace():
 
     Assert: the old scale set is still enabled with its counts; nothing was written.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     old, _ = changeover_started(garm)
     garm.advance(59)
     garm.calls.clear()
@@ -112,7 +112,7 @@ def test_handover_retires_each_predecessor_with_one_update():
 
     Assert: one PUT per predecessor: disabled, min 0, max 0, marker with retired-at = now.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     old, new = changeover_started(garm)
     garm.advance(60)
     garm.calls.clear()
@@ -134,7 +134,7 @@ def test_label_change_without_jobs_completes_in_two_passes_after_grace():
 
     Assert: only the new scale set remains and the report says active.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     old, new = changeover_started(garm)
     garm.advance(60)
 
@@ -152,7 +152,7 @@ def test_draining_waits_for_the_job_then_deletes():
 
     Assert: draining with its runner count and time left; deleted only after the job ended.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     old, new = changeover_started(garm)
     job = garm.start_job(garm.by_name(old).id)
     assert job is not None
@@ -184,7 +184,7 @@ def test_drain_deadline_forces_removal_and_says_jobs_were_stopped():
     Assert: nothing forced before; at the deadline the runner is force-removed, the report
     and status say runners were stopped; the next passes delete the scale set.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     old, new = changeover_started(garm)
     job = garm.start_job(garm.by_name(old).id)
     garm.advance(60)
@@ -212,7 +212,7 @@ def test_forcing_skips_runners_garm_cannot_remove_yet():
 
     Act: a pass. Assert: no delete_instance for it (GARM would answer 400); still draining.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     old, _ = changeover_started(garm)
     job = garm.start_job(garm.by_name(old).id)
     assert job is not None
@@ -234,7 +234,7 @@ def test_delete_kept_by_garm_is_reported_retried_and_counted():
     Act: three passes. Assert: each reports the kept delete; the marker counts them; the
     third says it failed repeatedly; when GARM recovers, the next pass deletes it.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     old, new = changeover_started(garm)
     garm.advance(60)
     run(garm, [make_spec(labels=NEW_LABELS)])
@@ -260,7 +260,7 @@ def test_mutable_change_updates_only_the_differing_fields():
 
     Assert: one PUT carrying exactly image, min and max; no new scale set.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     converge(garm, [make_spec()])
     garm.calls.clear()
 
@@ -281,7 +281,7 @@ def test_extra_specs_and_template_changes_are_seen_through_the_marker():
 
     Assert: one PUT with extra_specs, the template's id and the new marker; then converged.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     garm.templates.append({"id": 7, "name": "mine", "os_type": "linux", "owner_id": "admin"})
     converge(garm, [make_spec()])
     changed = make_spec(extra_specs={"disk": 20}, template_name="mine")
@@ -302,7 +302,7 @@ def test_unknown_template_is_an_error_for_that_spec_only():
 
     Assert: that spec reports an error and was not created; the other one was.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
 
     report = run(garm, [make_spec("a", template_name="nope"), make_spec("b")])
 
@@ -318,7 +318,7 @@ def test_label_change_back_mid_drain_reenables_that_generation():
     generation is re-enabled with its counts and no retired-at; after the grace the gpu one
     is retired and later deleted.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     old, new = changeover_started(garm)
     job = garm.start_job(garm.by_name(old).id)
     garm.advance(60)
@@ -351,7 +351,7 @@ def test_dropped_labels_block_and_keep_the_predecessor_serving():
 
     Assert: blocked naming `gpu`; the old scale set stays enabled with its counts.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     converge(garm, [make_spec()])
     garm.drop_labels = {"gpu"}
     old = live_name(make_spec())
@@ -372,7 +372,7 @@ def test_invalid_specs_are_blocked_before_any_call_and_others_go_on():
 
     Assert: the invalid ones are blocked with reasons and never sent; the valid one is created.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     specs = [
         make_spec("Bad_Name"),
         make_spec("zero", max_runners=0),
@@ -399,7 +399,7 @@ def test_missing_provider_or_entity_skips_the_spec():
 
     Assert: both skipped with a reason; nothing created for them.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     other_org = dataclasses.replace(ORG, name="someone-else")
 
     report = run(garm, [make_spec("a", provider_name="nope"), make_spec("b", entity=other_org)])
@@ -417,7 +417,7 @@ def test_one_refusal_does_not_stop_other_specs_or_the_sweep():
     Act: a pass. Assert: the refused spec reports an error; the other is created; the orphan
     is retired.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     converge(garm, [make_spec("gone")])
     garm.refuse("create_scaleset", 500)
 
@@ -435,7 +435,7 @@ def test_outage_stops_the_pass_at_once():
 
     Assert: GarmUnreachable is raised and nothing after the failed call was attempted.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     original = garm.update_scaleset
 
     def update_then_die(scaleset_id: int, params: ScaleSetUpdate):
@@ -455,10 +455,10 @@ def test_duplicate_names_first_wins_and_warns_only_when_different():
 
     Assert: one scale set; no warning for identical duplicates; a warning for different ones.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
 
     same = run(garm, [make_spec(), make_spec()])
-    different = run(FakeGarm(), [make_spec(), make_spec(max_runners=9)])
+    different = run(MemoryGarm(), [make_spec(), make_spec(max_runners=9)])
 
     assert same.warnings == []
     assert len(same.specs) == 1
@@ -472,7 +472,7 @@ def test_orphans_swept_only_when_the_desired_state_is_complete():
     Act: a pass with sweep_orphans=False, then passes with True.
     Assert: nothing touched without the sweep; with it the orphan goes, the hand-made stays.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     converge(garm, [make_spec("gone")])
     hand = garm.create_scaleset(
         make_spec().entity.kind,
@@ -499,7 +499,7 @@ def test_live_scale_set_without_marker_is_adopted_not_recreated():
 
     Act: a pass. Assert: no create; one update writes the marker (and hidden fields).
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     converge(garm, [make_spec()])
     garm.rows[garm.by_name(live_name(make_spec())).id].extended_state = ""
     garm.calls.clear()
@@ -516,7 +516,7 @@ def test_status_names_two_changeovers_then_counts_the_rest():
 
     Assert: the status names two and says +2 more.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     names = ["a", "b", "c", "d"]
     converge(garm, [make_spec(n) for n in names])
 
@@ -533,7 +533,7 @@ def test_several_predecessors_are_one_status_entry():
 
     Act: passes past the grace. Assert: one status entry counting both runners.
     """
-    garm = FakeGarm()
+    garm = MemoryGarm()
     old, middle = changeover_started(garm)
     garm.start_job(garm.by_name(old).id)
     garm.start_job(garm.by_name(middle).id)
