@@ -1,0 +1,193 @@
+"""Measure the scale-set reconciler: planning CPU, requests per pass, passes per changeover.
+
+- Planning: `prepare` + `group` + `needs` + `plan` over N specs against a GARM listing N live
+  scale sets (converged) or N live + N retired, draining predecessors (mid-changeover). Best CPU
+  time of several runs (`time.process_time`). The target is well under 1 s for 1,000 specs.
+- Requests: one full `reconcile` pass against the in-memory GARM of the unit tests, converged,
+  for several sizes: requests and writes (target: at most 5 and 0).
+- Passes: how many passes (one per minute) a label change needs until only the new scale set
+  remains, without jobs and with a job that ends after an hour.
+
+Prints results; exits non-zero only if a budget is exceeded.
+"""
+
+from __future__ import annotations
+
+import datetime
+import pathlib
+import sys
+import time
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "charms/garm/src"), str(ROOT / "charms/garm/tests/unit")]
+
+from memory_garm import MemoryGarm  # noqa: E402  # pyright: ignore[reportMissingImports]
+
+from garm_models import EntityKind, ScaleSet  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_marker import Marker, config_hash  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_naming import live_name  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_plan import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+    Observed,
+    ReconcileSettings,
+    group,
+    needs,
+    plan,
+    prepare,
+)
+from scaleset_reconciler import reconcile  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_spec import EntityRef, ScalesetSpec  # noqa: E402  # pyright: ignore[reportMissingImports]
+
+NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
+SETTINGS = ReconcileSettings()
+RUNS = 5
+PLAN_BUDGET_S = 1.0
+REQUEST_BUDGET = 5
+
+
+def main() -> int:
+    """Run every measurement and print it."""
+    ok = True
+    for size in (100, 1000, 5000):
+        converged = _best_cpu(lambda n=size: _plan(n, draining=False))
+        draining = _best_cpu(lambda n=size: _plan(n, draining=True))
+        print(
+            f"plan {size:>5} specs: converged {converged * 1000:7.1f} ms CPU, "
+            f"mid-changeover {draining * 1000:7.1f} ms CPU"
+        )
+        if size == 1000:
+            ok &= draining < PLAN_BUDGET_S
+    for size in (40, 200):
+        requests, writes, cpu = _converged_pass(size)
+        print(
+            f"converged pass over {size:>4} scale sets: {requests} requests, {writes} writes, "
+            f"{cpu * 1000:.1f} ms CPU"
+        )
+        ok &= requests <= REQUEST_BUDGET and writes == 0
+    print(f"label change, no jobs: {_changeover_passes(job_seconds=0)} passes (one per minute)")
+    print(
+        "label change, one job ending after 1 h: "
+        f"{_changeover_passes(job_seconds=3600)} passes (one per minute)"
+    )
+    return 0 if ok else 1
+
+
+def _spec(index: int, labels: tuple[str, ...] = ("x64", "linux")) -> Any:
+    return ScalesetSpec(
+        name=f"set-{index}",
+        entity=EntityRef(EntityKind.REPOSITORY, "fake-org/fake-repo"),
+        provider_name="lxd",
+        labels=labels,
+        image="ubuntu:22.04",
+        flavor="small",
+        max_runners=3,
+    )
+
+
+def _listed(scaleset_id: int, name: str, labels: tuple[str, ...], marker: Any) -> Any:
+    body = {
+        "runner_prefix": "garm",
+        "created_at": "2026-11-29T22:50:07.06260339Z",
+        "updated_at": "2026-11-29T22:50:07.063302244Z",
+        "id": scaleset_id,
+        "scale_set_id": scaleset_id,
+        "name": name,
+        "disable_update": False,
+        "state": "pending_create",
+        "provider_name": "lxd",
+        "max_runners": 3,
+        "image": "ubuntu:22.04",
+        "flavor": "small",
+        "os_type": "linux",
+        "os_arch": "amd64",
+        "enabled": not marker.retired,
+        "enable_shell": False,
+        "generation": 0,
+        "endpoint": {"created_at": "0001-01-01T00:00:00Z", "updated_at": "0001-01-01T00:00:00Z"},
+        "runner_bootstrap_timeout": 20,
+        "github-runner-group": "Default",
+        "tags": [{"id": f"t-{label}", "name": label} for label in labels],
+        "status_messages": None,
+        "repo_id": "c35919a8-8f26-4fc5-ba84-a7386cbd45c8",
+        "repo_name": "fake-org/fake-repo",
+        "template_id": 1,
+        "extended_state": marker.render(),
+    }
+    if marker.retired:
+        body.pop("max_runners")
+    return ScaleSet.from_wire(body)
+
+
+def _world(size: int, *, draining: bool) -> tuple[list[Any], list[Any]]:
+    specs = [_spec(i) for i in range(size)]
+    observed: list[Any] = []
+    for i, spec in enumerate(specs):
+        marker = Marker(spec.name, config_hash(spec))
+        observed.append(_listed(2 * i + 1, live_name(spec), spec.labels, marker))
+        if draining:
+            old = _spec(i, ("x64",))
+            retired = Marker(spec.name, config_hash(spec), retired_at=NOW)
+            observed.append(_listed(2 * i + 2, live_name(old), old.labels, retired))
+    return specs, observed
+
+
+_WORLDS: dict[tuple[int, bool], tuple[list[Any], list[Any]]] = {}
+
+
+def _plan(size: int, *, draining: bool) -> None:
+    key = (size, draining)
+    if key not in _WORLDS:
+        _WORLDS[key] = _world(size, draining=draining)
+    specs, observed = _WORLDS[key]
+    prepared = prepare(specs, SETTINGS)
+    grouping = group(prepared, observed)
+    needs(prepared, grouping, sweep_orphans=True)
+    instances = {s.id: () for s in observed} if draining else None
+    plan(
+        prepared,
+        grouping,
+        Observed(instances=instances),
+        now=NOW,
+        settings=SETTINGS,
+        sweep_orphans=True,
+    )
+
+
+def _best_cpu(work: Any) -> float:
+    samples: list[float] = []
+    for _ in range(RUNS):
+        start = time.process_time()
+        work()
+        samples.append(time.process_time() - start)
+    return min(samples)
+
+
+def _converged_pass(size: int) -> tuple[int, int, float]:
+    garm = MemoryGarm()
+    specs = [_spec(i) for i in range(size)]
+    reconcile(garm, specs, now=garm.now, settings=SETTINGS, sweep_orphans=True)
+    start = time.process_time()
+    report = reconcile(garm, specs, now=garm.now, settings=SETTINGS, sweep_orphans=True)
+    return report.requests, report.writes, time.process_time() - start
+
+
+def _changeover_passes(*, job_seconds: int) -> int:
+    garm = MemoryGarm()
+    before, after = [_spec(0)], [_spec(0, ("x64", "gpu"))]
+    reconcile(garm, before, now=garm.now, settings=SETTINGS, sweep_orphans=True)
+    old = next(iter(garm.rows.values()))
+    job = garm.start_job(old.id) if job_seconds else None
+    started = garm.now
+    for passes in range(1, 1000):
+        if job is not None and (garm.now - started).total_seconds() >= job_seconds:
+            garm.finish_job(job)
+            job = None
+        report = reconcile(garm, after, now=garm.now, settings=SETTINGS, sweep_orphans=True)
+        if report.converged and len(garm.rows) == 1:
+            return passes
+        garm.advance(60)
+    return -1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
