@@ -8,6 +8,7 @@ GARM answers, so any event can run it and a repeated run changes nothing.
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ from charm_state import (
     backend_switch_problem,
     parse_config,
 )
+from configurator_state import DesiredState, read_configurators
 from database import Database, DatabaseState, DatabaseStatus
 from garm_api import GarmApiError, GarmClient, GarmError, GarmNotInitialised, GarmUnreachable
 from garm_bootstrap import (
@@ -34,6 +36,8 @@ from garm_bootstrap import (
     ensure_secrets,
     read_secrets,
 )
+from garm_objects import reconcile_objects
+from scaleset_reconciler import ReconcileSettings
 from workload import (
     GARM_RESOURCE,
     PROVIDER_RESOURCE,
@@ -154,17 +158,35 @@ class GarmCharm(ops.CharmBase):
         problem = self._backend_problem(backend, client, creds)
         if problem is not None:
             return ops.BlockedStatus(problem)
+        desired = read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION])
         try:
-            self._workload.apply(self._garm_config(config, creds, database, proxy))
+            self._workload.apply(self._garm_config(config, creds, database, proxy, desired))
         except WorkloadError as error:
             return ops.BlockedStatus(f"cannot run GARM: {error}")
         self._workload.record_backend(backend)
         status = self._bootstrap(client, config, creds)
         if status is not None:
             return status
-        # Seam for the scale-set reconcile: `self._reconcile_scalesets(client, config)` goes
-        # here; `client` is logged in and GARM's controller URLs are set.
-        return ops.ActiveStatus()
+        return self._reconcile_objects(client, config, desired)
+
+    def _reconcile_objects(
+        self, client: GarmClient, config: CharmConfig, desired: DesiredState
+    ) -> ops.StatusBase:
+        settings = ReconcileSettings(
+            handover_grace=config.handover_grace, drain_timeout=config.drain_timeout
+        )
+        try:
+            outcome = reconcile_objects(
+                client, desired, now=datetime.datetime.now(datetime.UTC), settings=settings
+            )
+        except GarmUnreachable as error:
+            logger.warning("reconcile stopped: %s", error)
+            return ops.WaitingStatus("GARM stopped answering; retrying at the next hook")
+        if outcome.blocked:
+            return ops.BlockedStatus(outcome.blocked)
+        if outcome.waiting and not desired.specs:
+            return ops.WaitingStatus(outcome.waiting)
+        return ops.ActiveStatus("; ".join(t for t in (outcome.active, outcome.waiting) if t))
 
     def _garm_config(
         self,
@@ -172,16 +194,15 @@ class GarmCharm(ops.CharmBase):
         creds: BootstrapSecrets,
         database: DatabaseState,
         proxy: ProxyConfig,
+        desired: DesiredState,
     ) -> GarmConfig:
-        # The OpenStack providers come from the garm-configurator relations; until that
-        # relation's library is wired in, GARM runs with none.
         return GarmConfig(
             jwt_secret=creds.jwt_secret,
             db_passphrase=creds.db_passphrase,
             port=config.port,
             log_level=config.log_level,
             postgres=database.postgres,
-            providers=(),
+            providers=desired.providers,
             proxy=proxy,
         )
 

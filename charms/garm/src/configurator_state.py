@@ -1,0 +1,121 @@
+"""Read every garm-configurator relation into what GARM should serve.
+
+Each configurator application contributes one scale set (a `ScalesetSpec`), one OpenStack
+provider named after the application, and one GitHub App binding for its entity. Relations are
+read in a stable order (by relation id) so the result does not flip between hooks.
+
+The result says whether it is `complete`: only when every related configurator published valid
+data and its secrets could be read may the scale-set reconciler remove scale sets whose spec is
+gone. A relation that exists but has not published (or published something invalid) must never
+look like "delete everything".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable
+
+import ops
+
+from charms.garm_configurator.v0 import garm_configurator as interface
+from garm_models import EntityKind
+from github_reconciler import EntityBinding, GithubApp
+from scaleset_spec import EntityRef, ScalesetSpec
+from workload import OpenStackProvider
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class DesiredState:
+    """What the configurators ask for, and what stopped some of them from asking."""
+
+    specs: tuple[ScalesetSpec, ...] = ()
+    providers: tuple[OpenStackProvider, ...] = ()
+    bindings: tuple[EntityBinding, ...] = ()
+    waiting: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Whether every related configurator is represented, so absent specs mean removal."""
+        return not self.waiting and not self.problems
+
+
+def provider_name(app_name: str) -> str:
+    """The GARM provider name of a configurator application's OpenStack settings."""
+    return f"openstack-{app_name}"
+
+
+def read_configurators(model: ops.Model, relations: Iterable[ops.Relation]) -> DesiredState:
+    """Read each relation's publication and its secrets; never raise for bad remote data."""
+    specs: list[ScalesetSpec] = []
+    providers: list[OpenStackProvider] = []
+    bindings: list[EntityBinding] = []
+    waiting: list[str] = []
+    problems: list[str] = []
+    for relation in sorted(relations, key=lambda relation: relation.id):
+        app_name = relation.app.name
+        try:
+            data = interface.read_relation(relation)
+            secrets = interface.fetch_secrets(model, data)
+        except interface.NotPublishedError:
+            waiting.append(app_name)
+            continue
+        except interface.ConfiguratorDataError as error:
+            logger.warning("garm-configurator %s: %s", app_name, error)
+            problems.append(f"{app_name}: {error}")
+            continue
+        spec, provider, binding = desired_from(app_name, data, secrets)
+        specs.append(spec)
+        providers.append(provider)
+        bindings.append(binding)
+    return DesiredState(
+        tuple(specs), tuple(providers), tuple(bindings), tuple(waiting), tuple(problems)
+    )
+
+
+def desired_from(
+    app_name: str,
+    data: interface.GarmConfiguratorData,
+    secrets: interface.ConfiguratorSecrets,
+) -> tuple[ScalesetSpec, OpenStackProvider, EntityBinding]:
+    """Turn one validated publication into a spec, its provider and its GitHub binding."""
+    scaleset, openstack, app = data.scaleset, data.openstack, data.github_app
+    kind = EntityKind.ORGANIZATION if scaleset.entity.kind == "org" else EntityKind.REPOSITORY
+    entity = EntityRef(kind=kind, name=scaleset.entity.path)
+    name = provider_name(app_name)
+    spec = ScalesetSpec(
+        name=scaleset.name,
+        entity=entity,
+        provider_name=name,
+        labels=tuple(scaleset.labels),
+        image=scaleset.image,
+        flavor=scaleset.flavor,
+        max_runners=scaleset.max_runners,
+        min_idle_runners=scaleset.min_idle_runners,
+        os_type=scaleset.os_type,
+        os_arch=scaleset.os_arch,
+        runner_group=scaleset.runner_group,
+    )
+    provider = OpenStackProvider(
+        name=name,
+        auth_url=openstack.auth_url,
+        username=openstack.username,
+        password=secrets.openstack_password,
+        project_name=openstack.project_name,
+        user_domain_name=openstack.user_domain_name,
+        project_domain_name=openstack.project_domain_name,
+        network=openstack.network,
+        region_name=openstack.region_name,
+    )
+    binding = EntityBinding(
+        entity=entity,
+        app=GithubApp(
+            app_id=app.app_id,
+            installation_id=app.installation_id,
+            private_key_pem=secrets.github_app_private_key.encode(),
+        ),
+    )
+    return spec, provider, binding

@@ -1,0 +1,265 @@
+"""The charm with garm-configurator relations, against the GARM simulator over HTTP.
+
+The workload is the recording double (no systemd here); GARM is `tests/garm_sim`, started with
+the provider the charm renders for the configurator, as GARM would be after its restart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import ops
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from ops import testing
+from workload_double import RecordingWorkload
+
+import charm
+from charms.garm_configurator.v0 import garm_configurator as interface
+from garm_api import GarmClient
+from garm_sim import GarmSim
+
+OPENSTACK_PASSWORD = "openstack-Pa55word-of-the-cloud"
+
+
+@pytest.fixture(scope="module")
+def app_key() -> str:
+    """A PKCS#1 key, as GitHub issues App keys."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+@pytest.fixture
+def sim() -> Iterator[GarmSim]:
+    """A fresh GARM that was started with the provider the charm renders for `small`."""
+    with GarmSim(["openstack-small"]) as server:
+        yield server
+
+
+@dataclasses.dataclass
+class Configurator:
+    """A related garm-configurator: its relation and the secrets it granted."""
+
+    relation: testing.Relation
+    secrets: list[testing.Secret]
+
+
+def configurator(
+    app_key: str,
+    labels: tuple[str, ...] = ("linux", "x64"),
+    secrets: list[testing.Secret] | None = None,
+) -> Configurator:
+    """A configurator `small` that published a scale set for org `acme`."""
+    password, key = secrets or (
+        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD}),
+        testing.Secret(tracked_content={"private-key": app_key}),
+    )
+    data = interface.GarmConfiguratorData.model_validate(
+        {
+            "scaleset": {
+                "name": "small",
+                "labels": labels,
+                "flavor": "m1.small",
+                "image": "ubuntu-24.04",
+                "os_arch": "amd64",
+                "min_idle_runners": 1,
+                "max_runners": 4,
+                "runner_group": "Default",
+                "entity": {"kind": "org", "owner": "acme"},
+            },
+            "openstack": {
+                "auth_url": "https://keystone.example.com:5000/v3",
+                "username": "runners",
+                "password_secret_id": password.id,
+                "project_name": "ci",
+                "user_domain_name": "Default",
+                "project_domain_name": "Default",
+                "network": "runners-net",
+            },
+            "github_app": {
+                "app_id": 123,
+                "installation_id": 456,
+                "private_key_secret_id": key.id,
+            },
+        }
+    )
+    relation = testing.Relation(
+        "garm-configurator", remote_app_name="small", remote_app_data=data.to_databag()
+    )
+    return Configurator(relation, [password, key])
+
+
+def leader_state(
+    sim: GarmSim, resources: frozenset[testing.Resource], related: Configurator, **extra: Any
+) -> testing.State:
+    """The leader, configured to reach the simulator, with one configurator related."""
+    return testing.State(
+        leader=True,
+        resources=resources,
+        config={"port": sim.port, "external-url": "https://garm.example.com", **extra},
+        relations={related.relation},
+        secrets=set(related.secrets),
+    )
+
+
+def garm_api_of(sim: GarmSim) -> GarmClient:
+    """A client to look at what GARM holds, as the admin."""
+    return GarmClient(sim.url, token=sim.token())
+
+
+def test_published_configurator_becomes_a_scaleset(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: a fresh GARM and a configurator that published `small` for org `acme`.
+
+    Act: config-changed on the leader.
+    Assert: GARM is bootstrapped; the provider with the OpenStack password is rendered; GARM has
+    the App credentials, the org and one enabled scale set `small-<hash>` with the labels;
+    the status names the new scale set.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    related = configurator(app_key)
+
+    out = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, related))
+
+    (provider,) = workload.applied[-1].providers
+    assert provider.name == "openstack-small"
+    assert provider.password == OPENSTACK_PASSWORD
+    api = garm_api_of(sim)
+    (scaleset,) = api.list_scalesets()
+    assert scaleset.name.startswith("small-")
+    assert len(scaleset.name) == len("small-") + 8
+    assert scaleset.enabled
+    assert scaleset.normalised_labels == {"linux", "x64"}
+    assert (scaleset.min_idle_runners, scaleset.max_runners) == (1, 4)
+    assert scaleset.entity_name == "acme"
+    assert [c.name for c in api.list_github_credentials()] == ["garm-app-123-456"]
+    assert out.unit_status == ops.ActiveStatus("'small': creating")
+    assert out.app_status == out.unit_status
+
+
+def test_second_hook_converges_without_writes(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: the scale set was created by a first hook; the hand-over grace has passed.
+
+    Act: update-status.
+
+    Assert: no write reaches GARM; Active with no changeover named.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    state = leader_state(sim, resources, configurator(app_key), **{"handover-grace": "1s"})
+    first = ctx.run(ctx.on.config_changed(), state)
+    time.sleep(1.1)  # past the hand-over grace, measured from GARM's created_at
+    writes = sim.write_count()
+
+    out = ctx.run(ctx.on.update_status(), first)
+
+    assert sim.write_count() == writes
+    assert out.unit_status == ops.ActiveStatus()
+
+
+def test_unpublished_relation_waits_and_removes_nothing(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` is served; then a second configurator relates without publishing.
+
+    Act: relation-changed for the silent one.
+    Assert: `small` keeps its scale set untouched; the status says what it waits for.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    state = leader_state(sim, resources, configurator(app_key), **{"handover-grace": "1s"})
+    served = ctx.run(ctx.on.config_changed(), state)
+    time.sleep(1.1)  # past the hand-over grace, measured from GARM's created_at
+    silent = testing.Relation("garm-configurator", remote_app_name="large")
+    (before,) = sim.state.scalesets.values()
+    writes = sim.write_count()
+
+    out = ctx.run(
+        ctx.on.relation_changed(silent),
+        dataclasses.replace(served, relations={*served.relations, silent}),
+    )
+
+    assert [s.name for s in sim.state.scalesets.values()] == [before.name]
+    assert sim.write_count() == writes
+    assert out.unit_status == ops.ActiveStatus("waiting for large to publish a scale set")
+
+
+def test_invalid_publication_blocks_naming_the_application(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: a configurator whose databag has an unknown schema version.
+
+    Act: relation-changed. Assert: Blocked naming the application; GARM has no scale set.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    related = configurator(app_key)
+    bad = dataclasses.replace(
+        related.relation, remote_app_data={**related.relation.remote_app_data, "version": "99"}
+    )
+
+    out = ctx.run(
+        ctx.on.relation_changed(bad),
+        leader_state(sim, resources, Configurator(bad, related.secrets)),
+    )
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert out.unit_status.message.startswith("small: ")
+    assert sim.state.scalesets == {}
+
+
+def test_label_change_creates_the_replacement_first(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` is served with labels linux,x64.
+
+    Act: the configurator publishes linux,x64,gpu.
+    Assert: both generations exist, the old one still enabled; the status names the changeover.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    original = configurator(app_key)
+    served = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, original))
+    changed = configurator(app_key, labels=("linux", "x64", "gpu"), secrets=original.secrets)
+    relation = dataclasses.replace(
+        next(iter(served.relations)), remote_app_data=changed.relation.remote_app_data
+    )
+
+    out = ctx.run(
+        ctx.on.relation_changed(relation), dataclasses.replace(served, relations={relation})
+    )
+
+    old, new = sorted(garm_api_of(sim).list_scalesets(), key=lambda s: s.id)
+    assert old.enabled
+    assert new.enabled
+    assert new.normalised_labels == {"linux", "x64", "gpu"}
+    assert out.unit_status == ops.ActiveStatus("'small' labels changing: starting new scale set")
+
+
+def test_secrets_never_reach_status_or_logs(
+    sim: GarmSim,
+    workload: RecordingWorkload,
+    resources: frozenset[testing.Resource],
+    app_key: str,
+    caplog: pytest.LogCaptureFixture,
+):
+    """Arrange: a published configurator. Act: config-changed at debug level.
+
+    Assert: neither the OpenStack password nor the App key appear in status or log records.
+    """
+    caplog.set_level("DEBUG")
+    ctx = testing.Context(charm.GarmCharm)
+
+    out = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, configurator(app_key)))
+
+    key_line = app_key.splitlines()[1]
+    assert OPENSTACK_PASSWORD not in out.unit_status.message
+    assert OPENSTACK_PASSWORD not in caplog.text
+    assert key_line not in caplog.text
