@@ -424,21 +424,23 @@ def _plan_create(
         report.message = missing
         report.warnings.append(missing)
         return report, []
-    report.phase = Phase.CREATING
-    report.predecessors = [
-        PredecessorReport(m.scaleset.name, m.scaleset.id, Phase.ACTIVE)
-        for m in family.predecessors
+    actions: list[Action] = [
+        CreateAction(
+            owner=spec.name,
+            entity_kind=entity.kind,
+            entity_id=entity.id,
+            params=desired_create(spec, entry.live_name),
+            template_name=spec.template_name,
+            marker=Marker(logical=spec.name, config=config_hash(spec)),
+        )
     ]
-    marker = Marker(logical=spec.name, config=config_hash(spec))
-    action = CreateAction(
-        owner=spec.name,
-        entity_kind=entity.kind,
-        entity_id=entity.id,
-        params=desired_create(spec, entry.live_name),
-        template_name=spec.template_name,
-        marker=marker,
-    )
-    return report, [action]
+    # Serving predecessors wait for the new one; retired ones go on draining meanwhile.
+    for member in family.predecessors:
+        predecessor, retire_actions = plan_retirement(spec.name, member, False, context)
+        report.predecessors.append(predecessor)
+        actions.extend(retire_actions)
+    _summarise(report, ready=False)
+    return report, actions
 
 
 def _create_prerequisites(spec: ScalesetSpec, observed: Observed) -> tuple[Entity | None, str]:
