@@ -177,7 +177,7 @@ def test_drain_deadline_force_removes_the_runner_and_says_so(garm: Garm, client:
 
     assert forcing.spec("small").phase is Phase.FORCING
     assert forcing.spec("small").jobs_stopped == 1
-    assert "stopped 1 runner" in status_message(forcing)
+    assert "stopping 1 runner and its job" in status_message(forcing)
     assert sim.count("DELETE", "/api/v1/instances/{name}") == 1
     done = forcing
     for _ in range(3):

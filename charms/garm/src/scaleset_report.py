@@ -104,21 +104,18 @@ def status_message(report: ReconcileReport, limit: int = 2) -> str:
     """Return the short `juju status` text naming changeovers (DESIGN §5), or "".
 
     At most `limit` specs are named, then `+N more`; several predecessors of one spec are one
-    entry. Force-removed runners are always said, since their jobs were stopped.
+    entry. Force-removed runners are named with their jobs, since those jobs are stopped.
     """
     entries: list[str] = []
     failed = [spec.logical for spec in report.specs if spec.phase is Phase.ERROR]
     if failed or report.errors:
         entries.append(f"GARM refused changes to {_names(failed) or 'scale sets'} (see the log)")
     entries += [_changeover_text(spec) for spec in report.specs if spec.phase in CHANGEOVER_PHASES]
-    stopped = sum(spec.jobs_stopped for spec in report.specs)
     if report.orphans:
         entries.append(_orphans_text(report.orphans))
     text = ", ".join(entries[:limit])
     if len(entries) > limit:
         text += f", +{len(entries) - limit} more"
-    if stopped:
-        text += f"{'; ' if text else ''}drain deadline passed: stopped {_runners(stopped)}"
     return text
 
 
@@ -147,7 +144,9 @@ def _phase_text(spec: SpecReport) -> str:
     if spec.phase is Phase.HANDING_OVER:
         return "handing over"
     if spec.phase is Phase.FORCING:
-        return f"drain deadline passed, removing {_runners(runners)}"
+        stopping = spec.jobs_stopped or runners
+        jobs = "its job" if stopping == 1 else "their jobs"
+        return f"drain deadline passed, stopping {_runners(stopping)} and {jobs}"
     if spec.phase is Phase.DRAINING:
         return f"draining {_runners(runners)}"
     return "deleting old scale set"

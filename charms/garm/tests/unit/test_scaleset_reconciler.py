@@ -201,7 +201,7 @@ def test_drain_deadline_forces_removal_and_says_jobs_were_stopped():
     assert ("delete_instance", (job, True)) in garm.calls
     assert forcing.spec("small").phase is Phase.FORCING
     assert forcing.spec("small").jobs_stopped == 1
-    assert "stopped 1 runner" in status_message(forcing)
+    assert "stopping 1 runner and its job" in status_message(forcing)
     garm.advance(1)
     run(garm, [make_spec(labels=NEW_LABELS)])
     assert garm.names() == {new}
