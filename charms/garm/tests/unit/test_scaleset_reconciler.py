@@ -552,3 +552,26 @@ def test_settings_default_to_a_minute_of_grace_and_seven_hours_of_drain():
     """Arrange: nothing. Act: read the defaults. Assert: 60 s and 7 h (GitHub's 6 h + 1)."""
     assert SETTINGS.handover_grace == datetime.timedelta(seconds=60)
     assert SETTINGS.drain_timeout == datetime.timedelta(hours=7)
+
+
+def test_retired_generation_keeps_draining_while_a_newer_one_is_created():
+    """Arrange: x64 -> gpu handed over, the x64 generation retired and empty.
+
+    Act: change to arm64 and run one pass. Assert: the arm64 scale set is created, the retired
+    x64 generation is deleted in the same pass, and the serving gpu one is left alone.
+    """
+    garm = MemoryGarm()
+    old, middle = changeover_started(garm)
+    garm.advance(60)
+    run(garm, [make_spec(labels=NEW_LABELS)])
+    garm.keep_deletes = True
+    garm.advance(1)
+    run(garm, [make_spec(labels=NEW_LABELS)])
+    garm.keep_deletes = False
+
+    report = run(garm, [make_spec(labels=("arm64",))])
+
+    assert garm.names() == {middle, live_name(make_spec(labels=("arm64",)))}
+    assert garm.by_name(middle).enabled
+    assert report.spec("small").phase is Phase.CREATING
+    assert old not in garm.names()
