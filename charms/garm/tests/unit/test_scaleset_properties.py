@@ -282,8 +282,17 @@ class ScalesetMachine(RuleBasedStateMachine):
             # A label set GitHub dropped earlier stays dropped on its generation: not converged.
             return
         assert report.converged, report
-        assert owned == wanted
-        assert all(garm.rows[i].enabled for i in garm.rows if i not in self.hand_made)
+        # Known limit: a generation created with labels GitHub dropped, whose marker write then
+        # failed and whose spec changed before the next pass, cannot be told from a hand-made
+        # one; it is left alone and every report names it.
+        leftovers = owned - wanted
+        warnings = " ".join(w for spec in report.specs for w in spec.warnings)
+        for name in leftovers:
+            row = next(r for r in garm.rows.values() if r.name == name)
+            assert parse_marker(row.extended_state) is None
+            assert f"{name!r} looks like a generation" in warnings
+        assert wanted <= owned
+        assert all(r.enabled for r in garm.rows.values() if r.name in wanted)
         garm.advance(1)
         again = reconcile(garm, self._specs(), now=garm.now, settings=SETTINGS, sweep_orphans=True)
         assert again.writes == 0
