@@ -36,7 +36,7 @@ from garm_bootstrap import (
     ensure_secrets,
     read_secrets,
 )
-from garm_objects import reconcile_objects
+from garm_objects import list_scalesets, reconcile_objects
 from scaleset_reconciler import ReconcileSettings
 from workload import (
     GARM_RESOURCE,
@@ -264,27 +264,27 @@ class GarmCharm(ops.CharmBase):
             event.fail("GARM is not bootstrapped yet")
             return
         try:
-            client = GarmClient(self._local_url(parse_config(self.config)))
+            config = parse_config(self.config)
+            client = GarmClient(self._local_url(config))
             client.login(creds.admin_username, creds.admin_password)
-            scalesets = client.list_scalesets()
+            listing = list_scalesets(
+                client,
+                read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION]),
+                now=datetime.datetime.now(datetime.UTC),
+                settings=ReconcileSettings(
+                    handover_grace=config.handover_grace, drain_timeout=config.drain_timeout
+                ),
+            )
         except (InvalidConfigError, GarmError) as error:
             event.fail(str(error))
             return
-        rows = [
+        event.set_results(
             {
-                "id": scaleset.id,
-                "name": scaleset.name,
-                "enabled": scaleset.enabled,
-                "provider": scaleset.provider_name,
-                "labels": list(scaleset.labels),
-                "min-idle-runners": scaleset.min_idle_runners,
-                "max-runners": scaleset.max_runners,
-                "desired-runners": scaleset.desired_runner_count,
-                "entity": scaleset.entity_name,
+                "count": len(listing.scalesets),
+                "scalesets": json.dumps(listing.scalesets),
+                "changeovers": json.dumps(listing.changeovers),
             }
-            for scaleset in sorted(scalesets, key=lambda scaleset: scaleset.name)
-        ]
-        event.set_results({"count": len(rows), "scalesets": json.dumps(rows)})
+        )
 
     def _on_collect_unit_status(self, event: ops.CollectStatusEvent) -> None:
         if self._status is not None:

@@ -9,15 +9,18 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-from typing import Protocol
+from collections import Counter
+from typing import Any, Protocol
 
 from configurator_state import DesiredState
 from github_reconciler import GithubApi, GithubReport, reconcile_github
 from scaleset_reconciler import (
+    PredecessorReport,
     ReconcileReport,
     ReconcileSettings,
     ScalesetApi,
     blocked_message,
+    preview,
     reconcile,
     status_message,
 )
@@ -75,3 +78,66 @@ def _waiting(desired: DesiredState) -> str:
     if not desired.waiting:
         return ""
     return "waiting for " + ", ".join(desired.waiting) + " to publish a scale set"
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalesetListing:
+    """What the list-scalesets action shows: GARM's scale sets and each spec's changeover."""
+
+    scalesets: list[dict[str, Any]]
+    changeovers: list[dict[str, Any]]
+
+
+def list_scalesets(
+    api: GarmObjectsApi,
+    desired: DesiredState,
+    *,
+    now: datetime.datetime,
+    settings: ReconcileSettings,
+) -> ScalesetListing:
+    """List every scale set with its runners, and what the next pass would do (read-only)."""
+    report = preview(
+        api, desired.specs, now=now, settings=settings, sweep_orphans=desired.complete
+    )
+    runners = Counter(i.scale_set_id for i in api.list_instances() if i.scale_set_id)
+    rows = [
+        {
+            "id": scaleset.id,
+            "name": scaleset.name,
+            "enabled": scaleset.enabled,
+            "provider": scaleset.provider_name,
+            "labels": list(scaleset.labels),
+            "min-idle-runners": scaleset.min_idle_runners,
+            "max-runners": scaleset.max_runners,
+            "desired-runners": scaleset.desired_runner_count,
+            "runners": runners[scaleset.id],
+            "entity": scaleset.entity_name,
+        }
+        for scaleset in sorted(api.list_scalesets(), key=lambda scaleset: scaleset.name)
+    ]
+    changeovers = [
+        {
+            "scaleset": spec.logical,
+            "phase": spec.phase.value,
+            "live-name": spec.live_name,
+            "seconds-left": spec.seconds_left,
+            "message": spec.message,
+            "predecessors": [_predecessor(p, runners) for p in spec.predecessors],
+        }
+        for spec in report.specs
+    ]
+    changeovers += [
+        {"scaleset": None, "phase": "orphan", "predecessors": [_predecessor(orphan, runners)]}
+        for orphan in report.orphans
+    ]
+    return ScalesetListing(rows, changeovers)
+
+
+def _predecessor(predecessor: PredecessorReport, runners: Counter[int]) -> dict[str, Any]:
+    return {
+        "name": predecessor.name,
+        "phase": predecessor.phase.value,
+        "runners": runners[predecessor.scaleset_id],
+        "seconds-left": predecessor.seconds_left,
+        "delete-failures": predecessor.delete_failures,
+    }

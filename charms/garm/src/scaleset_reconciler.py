@@ -70,6 +70,7 @@ __all__ = [
     "ScalesetApi",
     "SpecReport",
     "blocked_message",
+    "preview",
     "reconcile",
     "status_message",
 ]
@@ -161,6 +162,29 @@ def reconcile(
     for error in report.all_errors():
         logger.warning("scale sets: %s", error)
     return report
+
+
+def preview(
+    api: ScalesetApi,
+    specs: Sequence[ScalesetSpec],
+    *,
+    now: datetime.datetime,
+    settings: ReconcileSettings | None = None,
+    sweep_orphans: bool,
+) -> ReconcileReport:
+    """Plan a pass without executing it: what `reconcile` would do now, with runner counts.
+
+    It only reads (it always lists instances, so every predecessor's runners are counted); the
+    list-scalesets action shows it to the operator.
+    """
+    settings = settings or ReconcileSettings()
+    prepared = prepare(specs, settings)
+    grouping = group(prepared, api.list_scalesets())
+    wanted = needs(prepared, grouping, sweep_orphans=sweep_orphans)
+    observed = _observe(api, dataclasses.replace(wanted, instances=True))
+    return plan(
+        prepared, grouping, observed, now=now, settings=settings, sweep_orphans=sweep_orphans
+    ).report
 
 
 def _observe(api: ScalesetApi, wanted: Needs) -> Observed:

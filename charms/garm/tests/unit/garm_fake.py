@@ -60,6 +60,7 @@ class FakeGarm:
             ("PUT", "/api/v1/controller"): self._update_controller,
             ("GET", "/api/v1/scalesets"): self._scalesets,
             ("GET", "/api/v1/github/credentials"): self._credentials,
+            ("GET", "/api/v1/instances"): lambda _: _json(200, []),
         }.get((request.method, request.path))
         if route is None:
             return _json(404, {"error": "Not Found", "details": ""})

@@ -7,6 +7,7 @@ the provider the charm renders for the configurator, as GARM would be after its 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -263,3 +264,38 @@ def test_secrets_never_reach_status_or_logs(
     assert OPENSTACK_PASSWORD not in out.unit_status.message
     assert OPENSTACK_PASSWORD not in caplog.text
     assert key_line not in caplog.text
+
+
+def test_list_scalesets_shows_each_changeover_and_its_runners(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` served with one idle runner; its labels changed (replacement created).
+
+    Act: run list-scalesets.
+    Assert: both generations are listed with their runners; the changeover names the live
+    name, its phase and the predecessor still serving; nothing was written by the action.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    original = configurator(app_key)
+    served = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, original))
+    changed = configurator(app_key, labels=("linux", "x64", "gpu"), secrets=original.secrets)
+    relation = dataclasses.replace(
+        next(iter(served.relations)), remote_app_data=changed.relation.remote_app_data
+    )
+    state = ctx.run(
+        ctx.on.relation_changed(relation), dataclasses.replace(served, relations={relation})
+    )
+    writes = sim.write_count()
+
+    ctx.run(ctx.on.action("list-scalesets"), state)
+
+    assert ctx.action_results is not None
+    rows = json.loads(ctx.action_results["scalesets"])
+    assert [row["runners"] for row in rows] == [1, 1]
+    (changeover,) = json.loads(ctx.action_results["changeovers"])
+    assert changeover["scaleset"] == "small"
+    assert changeover["phase"] == "creating"
+    assert changeover["live-name"] in {row["name"] for row in rows}
+    (predecessor,) = changeover["predecessors"]
+    assert predecessor["runners"] == 1
+    assert sim.write_count() == writes
