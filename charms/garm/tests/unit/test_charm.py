@@ -37,6 +37,14 @@ def bootstrap_secrets() -> list[testing.Secret]:
     ]
 
 
+def bootstrapped(garm: FakeGarm, scalesets_body: str | None = None) -> None:
+    """Make the fake GARM one this charm already bootstrapped (admin and URLs set)."""
+    garm.admin = ("admin", PASSWORD)
+    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
+    if scalesets_body is not None:
+        garm.scalesets_body = scalesets_body
+
+
 def secret_by_label(state: testing.State, label: str) -> testing.Secret:
     """The secret with this label in the output state."""
     (secret,) = [secret for secret in state.secrets if secret.label == label]
@@ -479,9 +487,7 @@ def test_switch_to_postgresql_with_sqlite_data_blocks(
     """
     workload.backend = "sqlite3"
     workload.sqlite_state = True
-    garm.admin = ("admin", PASSWORD)
-    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
-    garm.scalesets_body = recorded_body("21_6b_list_repo_scalesets")
+    bootstrapped(garm, scalesets_body=recorded_body("21_6b_list_repo_scalesets"))
     secret = database_secret()
     relation = database_relation(secret)
     state = testing.State(
@@ -509,8 +515,7 @@ def test_switch_to_postgresql_without_data_proceeds(
     """
     workload.backend = "sqlite3"
     workload.sqlite_state = True
-    garm.admin = ("admin", PASSWORD)
-    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
+    bootstrapped(garm)
     secret = database_secret()
     relation = database_relation(secret)
     state = testing.State(
@@ -535,9 +540,7 @@ def test_database_broken_with_postgresql_data_blocks(
     Assert: Blocked asking to relate the database again; GARM not moved to SQLite.
     """
     workload.backend = "postgresql"
-    garm.admin = ("admin", PASSWORD)
-    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
-    garm.scalesets_body = recorded_body("21_6b_list_repo_scalesets")
+    bootstrapped(garm, scalesets_body=recorded_body("21_6b_list_repo_scalesets"))
     secret = database_secret()
     relation = database_relation(secret)
     state = testing.State(
@@ -589,9 +592,7 @@ def test_list_scalesets_lists_garms_scale_sets(
 
     Assert: one row per scale set, with GARM's normalised values.
     """
-    garm.admin = ("admin", PASSWORD)
-    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
-    garm.scalesets_body = recorded_body("21_6b_list_repo_scalesets")
+    bootstrapped(garm, scalesets_body=recorded_body("21_6b_list_repo_scalesets"))
     state = testing.State(leader=True, config=config, secrets=bootstrap_secrets())
 
     ctx.run(ctx.on.action("list-scalesets"), state)
