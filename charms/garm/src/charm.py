@@ -38,6 +38,7 @@ from garm_bootstrap import (
 )
 from garm_objects import list_scalesets, reconcile_objects
 from scaleset_reconciler import ReconcileSettings
+from service_handover import HostClaim, Verdict, decide, reports_running, running_flag
 from workload import (
     GARM_RESOURCE,
     PROVIDER_RESOURCE,
@@ -51,6 +52,7 @@ from workload import (
 logger = logging.getLogger(__name__)
 
 CONFIGURATOR_RELATION = "garm-configurator"
+PEER_RELATION = "garm-peers"
 
 
 class JujuSecretStore:
@@ -94,6 +96,8 @@ class GarmCharm(ops.CharmBase):
             self._database.requirer.on.endpoints_changed,
             self.on[CONFIGURATOR_RELATION].relation_changed,
             self.on[CONFIGURATOR_RELATION].relation_broken,
+            self.on[PEER_RELATION].relation_changed,
+            self.on[PEER_RELATION].relation_departed,
         ):
             framework.observe(event, self._reconcile)
         framework.observe(self.on.remove, self._on_remove)
@@ -113,6 +117,10 @@ class GarmCharm(ops.CharmBase):
         logger.info("reconcile: %s %s", self._status.name, self._status.message)
 
     def _reconcile_unit(self) -> ops.StatusBase:
+        if not self.unit.is_leader():
+            # First, whatever else fails: a former leader must not keep GARM running.
+            self._workload.stop()
+            self._publish_running(False)
         try:
             config = parse_config(self.config)
         except InvalidConfigError as error:
@@ -141,7 +149,6 @@ class GarmCharm(ops.CharmBase):
 
     def _stand_by(self) -> ops.StatusBase:
         """Non-leaders never run GARM: two GARMs on one database would fight over runners."""
-        self._workload.stop()
         if self._database.state().status is DatabaseStatus.ABSENT:
             return ops.BlockedStatus(
                 "standby, but SQLite cannot be shared: relate PostgreSQL or remove this unit"
@@ -158,12 +165,16 @@ class GarmCharm(ops.CharmBase):
         problem = self._backend_problem(backend, client, creds)
         if problem is not None:
             return ops.BlockedStatus(problem)
+        handover = self._take_over(sqlite=backend == SQLITE)
+        if handover is not None:
+            return handover
         desired = read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION])
         try:
             self._workload.apply(self._garm_config(config, creds, database, proxy, desired))
         except WorkloadError as error:
             return ops.BlockedStatus(f"cannot run GARM: {error}")
         self._workload.record_backend(backend)
+        self._publish_running(True)
         status = self._bootstrap(client, config, creds)
         if status is not None:
             return status
@@ -218,6 +229,36 @@ class GarmCharm(ops.CharmBase):
             sqlite_has_state=self._workload.has_sqlite_state(),
             garm_has_objects=_garm_has_objects(client, creds),
         )
+
+    def _take_over(self, *, sqlite: bool) -> ops.StatusBase | None:
+        """Claim GARM for this leader; None when it may run it now (ADR 0005)."""
+        peers = self.model.get_relation(PEER_RELATION)
+        if peers is None:
+            return None
+        claim = HostClaim.from_app_data(peers.data[self.app])
+        running = {unit.name: reports_running(peers.data[unit]) for unit in peers.units}
+        decision = decide(
+            self.unit.name,
+            claim,
+            running,
+            sqlite=sqlite,
+            now=datetime.datetime.now(datetime.UTC),
+        )
+        if decision.claim != claim:
+            peers.data[self.app].update(decision.claim.as_app_data())
+        if decision.verdict is Verdict.RUN:
+            return None
+        self._workload.stop()
+        self._publish_running(False)
+        if decision.verdict is Verdict.WAIT:
+            return ops.WaitingStatus(decision.message)
+        return ops.BlockedStatus(decision.message)
+
+    def _publish_running(self, running: bool) -> None:
+        """Tell the other units whether this one runs GARM."""
+        peers = self.model.get_relation(PEER_RELATION)
+        if peers is not None:
+            peers.data[self.unit].update(running_flag(running))
 
     def _bootstrap(
         self, client: GarmClient, config: CharmConfig, creds: BootstrapSecrets

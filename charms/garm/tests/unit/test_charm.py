@@ -358,7 +358,7 @@ def test_non_leader_on_sqlite_stands_by_blocked(
 
     out = ctx.run(ctx.on.config_changed(), state)
 
-    assert workload.calls == ["install", "stop"]
+    assert workload.calls == ["stop", "install"]
     assert garm.calls == []
     assert isinstance(out.unit_status, ops.BlockedStatus)
     assert "SQLite cannot be shared" in out.unit_status.message

@@ -1,0 +1,117 @@
+"""Which unit may run GARM, decided from the peer relation (docs/adr/0005-service-handover.md).
+
+Only the leader runs GARM (ADR 0003), but Juju tells a former leader nothing when it loses
+leadership: it would keep GARM running until its next hook. The leader therefore claims the
+service in the peer relation's application data; every other unit stops GARM when it sees the
+claim and says so in its unit data, and the new leader starts GARM only once no other unit says
+it runs it, or once the claim is older than a deadline (a unit on a dead machine never answers).
+
+Pure decisions only: the charm reads and writes the relation data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+from collections.abc import Mapping
+from typing import Final
+
+HOST_KEY: Final = "garm-host"
+HOST_SINCE_KEY: Final = "garm-host-since"
+RUNNING_KEY: Final = "garm-running"
+# A former leader stops GARM within seconds of the claim; the deadline only matters for a unit
+# that cannot run hooks (machine down), and is one default update-status interval.
+TAKEOVER_DEADLINE: Final = datetime.timedelta(minutes=5)
+
+
+@dataclasses.dataclass(frozen=True)
+class HostClaim:
+    """The unit that runs GARM, as the leader wrote it, and since when."""
+
+    unit: str
+    since: datetime.datetime
+
+    @classmethod
+    def from_app_data(cls, data: Mapping[str, str]) -> HostClaim | None:
+        """The claim in the peer application data; None when absent or unreadable."""
+        unit = data.get(HOST_KEY, "")
+        try:
+            since = datetime.datetime.fromisoformat(data.get(HOST_SINCE_KEY, ""))
+        except ValueError:
+            return None
+        if not unit or since.tzinfo is None:
+            return None
+        return cls(unit, since)
+
+    def as_app_data(self) -> dict[str, str]:
+        """The claim as peer application data."""
+        return {HOST_KEY: self.unit, HOST_SINCE_KEY: self.since.isoformat()}
+
+
+class Verdict(enum.Enum):
+    """What the leader does with GARM in this reconcile."""
+
+    RUN = "run"
+    WAIT = "wait"
+    BLOCKED = "blocked"
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """The leader's decision, the claim to publish, and a status message when not running."""
+
+    verdict: Verdict
+    claim: HostClaim
+    message: str = ""
+
+
+def decide(
+    me: str,
+    claim: HostClaim | None,
+    peers_running: Mapping[str, bool],
+    *,
+    sqlite: bool,
+    now: datetime.datetime,
+) -> Decision:
+    """Whether the leader `me` may run GARM now.
+
+    Args:
+        me: the leader's unit name.
+        claim: the claim currently in the peer application data, if any.
+        peers_running: every other unit in the peer relation -> whether it says it runs GARM.
+        sqlite: whether GARM keeps its state in SQLite (on the machine that ran it).
+        now: the current time (timezone-aware).
+
+    Returns:
+        The decision, with the claim the leader must publish.
+    """
+    previous = claim.unit if claim is not None else ""
+    if sqlite and previous not in ("", me) and previous in peers_running:
+        return Decision(
+            Verdict.BLOCKED,
+            claim or HostClaim(me, now),
+            f"GARM's SQLite data is on {previous}: remove {me} to hand leadership back, or "
+            f"remove {previous} to start afresh",
+        )
+    own = claim if claim is not None and claim.unit == me else HostClaim(me, now)
+    still_running = sorted(unit for unit, running in peers_running.items() if running)
+    if not still_running or now - own.since >= TAKEOVER_DEADLINE:
+        return Decision(Verdict.RUN, own)
+    minutes = int(TAKEOVER_DEADLINE.total_seconds() // 60)
+    return Decision(
+        Verdict.WAIT,
+        own,
+        f"taking over GARM: waiting for {', '.join(still_running)} to stop it "
+        f"(at most {minutes} min)",
+    )
+
+
+def running_flag(running: bool) -> dict[str, str]:
+    """A unit's own peer data saying whether it runs GARM."""
+    return {RUNNING_KEY: "true" if running else "false"}
+
+
+def reports_running(data: Mapping[str, str]) -> bool:
+    """Whether a peer unit's data says it runs GARM (absent means it never did)."""
+    return data.get(RUNNING_KEY, "") == "true"

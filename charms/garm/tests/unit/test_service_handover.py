@@ -1,0 +1,286 @@
+"""Handing GARM over between units after a leadership change (ADR 0005)."""
+
+from __future__ import annotations
+
+import datetime
+
+import ops
+import pytest
+from conftest import database_relation, database_secret
+from garm_fake import FakeGarm
+from hypothesis import given
+from hypothesis import strategies as st
+from ops import testing
+from test_charm import PASSWORD, Config, Ctx, Resources, bootstrap_secrets
+from workload_double import RecordingWorkload
+
+from service_handover import (
+    HOST_KEY,
+    HOST_SINCE_KEY,
+    RUNNING_KEY,
+    TAKEOVER_DEADLINE,
+    HostClaim,
+    Verdict,
+    decide,
+)
+
+NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
+
+
+def claim_data(unit: str, age: datetime.timedelta) -> dict[str, str]:
+    """Peer application data claiming GARM for `unit`, made `age` ago."""
+    since = datetime.datetime.now(datetime.UTC) - age
+    return {HOST_KEY: unit, HOST_SINCE_KEY: since.isoformat()}
+
+
+def peers(
+    app_data: dict[str, str], running: dict[int, bool], *, local_running: bool | None = None
+) -> testing.PeerRelation:
+    """The garm-peers relation with the other units' running flags."""
+    local = {} if local_running is None else {RUNNING_KEY: str(local_running).lower()}
+    return testing.PeerRelation(
+        "garm-peers",
+        local_app_data=app_data,
+        local_unit_data=local,
+        peers_data={unit: {RUNNING_KEY: str(flag).lower()} for unit, flag in running.items()},
+    )
+
+
+def postgres_leader(
+    resources: Resources, config: Config, relation: testing.PeerRelation
+) -> testing.State:
+    """A leader whose GARM state is in PostgreSQL, with the given peer relation."""
+    secret = database_secret()
+    return testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        relations=[database_relation(secret), relation],
+        secrets=[*bootstrap_secrets(), secret],
+    )
+
+
+@pytest.fixture
+def bootstrapped_garm(garm: FakeGarm) -> FakeGarm:
+    """A GARM an earlier leader already bootstrapped on the shared database."""
+    garm.admin = ("admin", PASSWORD)
+    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
+    return garm
+
+
+# The charm ------------------------------------------------------------------------------------
+
+
+def test_new_leader_waits_while_the_former_leader_runs_garm(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    bootstrapped_garm: FakeGarm,
+    resources: Resources,
+    config: Config,
+):
+    """Arrange: garm/0 is elected; garm/1 ran GARM and still says so.
+
+    Act: leader-elected. Assert: garm/0 claims GARM, does not start it, calls no GARM API and
+    waits naming garm/1; it says it does not run GARM.
+    """
+    relation = peers(claim_data("garm/1", datetime.timedelta(hours=3)), {1: True})
+
+    out = ctx.run(ctx.on.leader_elected(), postgres_leader(resources, config, relation))
+
+    assert out.unit_status == ops.WaitingStatus(
+        "taking over GARM: waiting for garm/1 to stop it (at most 5 min)"
+    )
+    assert "apply" not in workload.calls
+    assert bootstrapped_garm.calls == []
+    written = out.get_relation(relation.id)
+    assert isinstance(written, testing.PeerRelation)
+    assert written.local_app_data[HOST_KEY] == "garm/0"
+    assert written.local_unit_data[RUNNING_KEY] == "false"
+
+
+def test_new_leader_starts_garm_once_the_former_leader_stopped(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    bootstrapped_garm: FakeGarm,
+    resources: Resources,
+    config: Config,
+):
+    """Arrange: garm/0 claimed GARM a minute ago; garm/1 now says it stopped.
+
+    Act: the peer relation changes. Assert: GARM started on PostgreSQL, the claim kept,
+    garm/0 says it runs GARM, Active.
+    """
+    app_data = claim_data("garm/0", datetime.timedelta(minutes=1))
+    relation = peers(app_data, {1: False}, local_running=False)
+
+    out = ctx.run(
+        ctx.on.relation_changed(relation, remote_unit=1),
+        postgres_leader(resources, config, relation),
+    )
+
+    assert out.unit_status == ops.ActiveStatus()
+    assert workload.applied[-1].postgres is not None
+    written = out.get_relation(relation.id)
+    assert isinstance(written, testing.PeerRelation)
+    assert written.local_app_data == app_data
+    assert written.local_unit_data[RUNNING_KEY] == "true"
+
+
+def test_new_leader_starts_garm_after_the_deadline(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    bootstrapped_garm: FakeGarm,
+    resources: Resources,
+    config: Config,
+):
+    """Arrange: garm/0 claimed GARM longer ago than the deadline; garm/1 never answered.
+
+    Act: update-status. Assert: GARM started anyway (garm/1's machine is presumed down).
+    """
+    relation = peers(claim_data("garm/0", TAKEOVER_DEADLINE), {1: True})
+
+    out = ctx.run(ctx.on.update_status(), postgres_leader(resources, config, relation))
+
+    assert out.unit_status == ops.ActiveStatus()
+    assert "apply" in workload.calls
+
+
+def test_former_leader_stops_garm_when_another_unit_claims_it(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: garm/0 ran GARM and lost leadership; garm/1 claimed GARM.
+
+    Act: the peer relation changes. Assert: GARM stopped, garm/0 says so, no GARM call.
+    """
+    workload.running = True
+    relation = peers(
+        claim_data("garm/1", datetime.timedelta(seconds=5)), {1: False}, local_running=True
+    )
+    secret = database_secret()
+    state = testing.State(
+        leader=False,
+        resources=resources,
+        config=config,
+        relations=[database_relation(secret), relation],
+        secrets=[*bootstrap_secrets(), secret],
+    )
+
+    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=1), state)
+
+    assert not workload.running
+    assert out.unit_status == ops.ActiveStatus("standby: the leader runs GARM")
+    written = out.get_relation(relation.id)
+    assert isinstance(written, testing.PeerRelation)
+    assert written.local_unit_data[RUNNING_KEY] == "false"
+    assert garm.calls == []
+
+
+def test_former_leader_stops_garm_even_when_its_config_is_invalid(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a former leader still running GARM; its config is invalid.
+
+    Act: config-changed. Assert: Blocked on the option, and GARM stopped all the same.
+    """
+    workload.running = True
+    relation = peers(claim_data("garm/1", datetime.timedelta(seconds=5)), {1: False})
+    state = testing.State(
+        leader=False, resources=resources, config={**config, "port": 0}, relations=[relation]
+    )
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert "port" in out.unit_status.message
+    assert not workload.running
+
+
+def test_sqlite_leader_never_starts_afresh_while_the_data_is_on_another_unit(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: garm/1 ran GARM on SQLite and is still in the model; garm/0 is elected.
+
+    Act: leader-elected. Assert: Blocked naming both units, GARM not started, no GARM call.
+    """
+    relation = peers(claim_data("garm/1", datetime.timedelta(days=2)), {1: False})
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        relations=[relation],
+        secrets=bootstrap_secrets(),
+    )
+
+    out = ctx.run(ctx.on.leader_elected(), state)
+
+    assert out.unit_status == ops.BlockedStatus(
+        "GARM's SQLite data is on garm/1: remove garm/0 to hand leadership back, or remove "
+        "garm/1 to start afresh"
+    )
+    assert "apply" not in workload.calls
+    assert garm.calls == []
+
+
+# The decision ---------------------------------------------------------------------------------
+
+
+def test_sqlite_host_that_left_the_model_is_replaced():
+    """Arrange: the claim names a unit no longer in the relation; SQLite.
+
+    Act: decide. Assert: this leader runs GARM under a new claim.
+    """
+    old = HostClaim("garm/3", NOW - datetime.timedelta(days=1))
+
+    decision = decide("garm/0", old, {"garm/1": False}, sqlite=True, now=NOW)
+
+    assert decision.verdict is Verdict.RUN
+    assert decision.claim == HostClaim("garm/0", NOW)
+
+
+def test_unreadable_claim_counts_as_none():
+    """Arrange: peer data with a naive or garbled timestamp. Act: parse. Assert: None."""
+    assert HostClaim.from_app_data({HOST_KEY: "garm/1", HOST_SINCE_KEY: "yesterday"}) is None
+    assert (
+        HostClaim.from_app_data({HOST_KEY: "garm/1", HOST_SINCE_KEY: "2026-11-30T10:00"}) is None
+    )
+    assert HostClaim.from_app_data({}) is None
+
+
+units = st.sampled_from([f"garm/{n}" for n in range(4)])
+
+
+@given(
+    me=units,
+    holder=st.one_of(st.none(), units),
+    age=st.integers(min_value=0, max_value=3600),
+    running=st.dictionaries(units, st.booleans()),
+    sqlite=st.booleans(),
+)
+def test_never_runs_beside_a_unit_that_says_it_runs_garm_before_the_deadline(
+    me: str, holder: str | None, age: int, running: dict[str, bool], sqlite: bool
+):
+    """Arrange: any claim, any peers' flags. Act: decide.
+
+    Assert: RUN only when no other unit says it runs GARM or this leader's claim is past the
+    deadline; the published claim always names this leader unless Blocked; a claim already
+    held by this leader keeps its start time.
+    """
+    running.pop(me, None)
+    claim = None if holder is None else HostClaim(holder, NOW - datetime.timedelta(seconds=age))
+
+    decision = decide(me, claim, running, sqlite=sqlite, now=NOW)
+
+    if decision.verdict is Verdict.BLOCKED:
+        assert sqlite
+        assert claim is not None
+        assert claim.unit in running
+        return
+    assert decision.claim.unit == me
+    if claim is not None and claim.unit == me:
+        assert decision.claim == claim
+    past_deadline = NOW - decision.claim.since >= TAKEOVER_DEADLINE
+    if decision.verdict is Verdict.RUN:
+        assert past_deadline or not any(running.values())
+    else:
+        assert not past_deadline
+        assert any(running.values())
