@@ -637,6 +637,7 @@ def render_provider_config(provider: OpenStackProvider, paths: Paths) -> str:
     return tomli_w.dumps(
         {
             "cloud": provider.name,
+            # A name or an id: the provider resolves either (GetNetwork in its client package).
             "network_id": provider.network,
             "credentials": {"clouds": str(paths.provider_clouds(provider.name))},
         }
