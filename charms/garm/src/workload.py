@@ -1,8 +1,9 @@
 """GARM on this machine: binaries, config files, the systemd unit and restart-if-changed.
 
 No ops imports: the charm hands in plain values. Every path hangs off a root directory (``/``
-in production, a temporary directory in tests) and every command goes through an injectable
-runner, so tests see exactly what would have run.
+in production, a temporary directory in tests). systemd is driven through charmlibs-systemd,
+which runs ``systemctl`` from PATH (tests put a fake one first); every other command goes
+through an injectable runner. Either way tests see exactly what would have run.
 
 The service is restarted only when what it would run with differs from what it was last
 started with: a fingerprint of the rendered files, the installed binaries and the environment
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 import tomli_w
+from charmlibs import systemd
 
 logger = logging.getLogger(__name__)
 
@@ -446,9 +448,9 @@ class Workload:
         recorded = _read_text(self.paths.fingerprint)
         if recorded == wanted and self.is_running():
             return False
-        self._check(["systemctl", "daemon-reload"])
-        self._check(["systemctl", "enable", SERVICE_NAME])
-        self._check(["systemctl", "restart", SERVICE_NAME])
+        _systemd("daemon-reload", systemd.daemon_reload)
+        _systemd("enable", systemd.service_enable, SERVICE_NAME)
+        _systemd("restart", systemd.service_restart, SERVICE_NAME)
         _write_atomic(self.paths.fingerprint, wanted.encode(), 0o600)
         logger.info("GARM (re)started: its configuration or binaries changed")
         return True
@@ -474,20 +476,30 @@ class Workload:
 
     def is_running(self) -> bool:
         """Whether systemd reports GARM active."""
-        return self._run(["systemctl", "is-active", "--quiet", SERVICE_NAME]).returncode == 0
+        try:
+            return systemd.service_running(SERVICE_NAME)
+        except OSError:  # no systemctl at all: nothing can be running
+            return False
 
     def stop(self) -> None:
-        """Stop GARM (a standby unit, or before removal) and forget how it was started."""
+        """Stop GARM (a standby unit, or before removal) and forget how it was started.
+
+        Best effort, like removal: a failure is logged, and the forgotten fingerprint makes the
+        next `apply` start GARM afresh.
+        """
         if self.paths.unit_file.exists():
-            self._run(["systemctl", "stop", SERVICE_NAME])
+            _systemd_best_effort("stop", systemd.service_stop, SERVICE_NAME)
         self.paths.fingerprint.unlink(missing_ok=True)
 
     def remove(self) -> None:
-        """Stop and disable GARM and remove its unit file; GARM's data stays on disk."""
+        """Stop and disable GARM and remove its unit file; GARM's data stays on disk.
+
+        Best effort: a remove hook that failed on systemd would leave the unit stuck in error.
+        """
         if self.paths.unit_file.exists():
-            self._run(["systemctl", "disable", "--now", SERVICE_NAME])
+            _systemd_best_effort("disable", systemd.service_disable, "--now", SERVICE_NAME)
             self.paths.unit_file.unlink()
-            self._run(["systemctl", "daemon-reload"])
+            _systemd_best_effort("daemon-reload", systemd.daemon_reload)
         self.paths.fingerprint.unlink(missing_ok=True)
 
     def version(self) -> str:
@@ -686,6 +698,28 @@ WantedBy=multi-user.target
 
 
 # Helpers ------------------------------------------------------------------------------------
+
+
+def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
+    """Run one charmlibs-systemd call; its failure becomes a short CommandError.
+
+    SystemdError carries systemctl's whole stdout and stderr: too long for a status and not
+    ours to vouch for, so only the command is named; the journal has the details.
+    """
+    try:
+        action(*args)
+    except (systemd.SystemdError, OSError):
+        command = " ".join((verb, *args))
+        raise CommandError(
+            f"systemctl {command} failed (see journalctl -u {SERVICE_NAME})"
+        ) from None
+
+
+def _systemd_best_effort(verb: str, action: Callable[..., bool], *args: str) -> None:
+    try:
+        _systemd(verb, action, *args)
+    except CommandError as error:
+        logger.warning("%s", error)
 
 
 def _extract_member(release: Release, content: bytes) -> bytes:
