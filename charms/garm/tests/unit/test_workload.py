@@ -7,6 +7,7 @@ import hashlib
 import io
 import stat
 import tarfile
+import time
 import tomllib
 from collections.abc import Sequence
 from ipaddress import ip_address
@@ -37,15 +38,19 @@ class RecordingRunner:
 
     def __init__(self) -> None:
         self.commands: list[list[str]] = []
+        self.timeouts: list[float] = []
         self.user_exists = True
 
-    def __call__(self, argv: Sequence[str]) -> CommandResult:
+    def __call__(
+        self, argv: Sequence[str], *, timeout: float = workload.COMMAND_TIMEOUT_SECONDS
+    ) -> CommandResult:
         """Record the command and answer like the real one would."""
         command = list(argv)
         self.commands.append(command)
+        self.timeouts.append(timeout)
         if command[:2] == ["id", "-u"]:
             return CommandResult(0 if self.user_exists else 1)
-        if command[-1:] == ["version"]:
+        if command[-1:] == ["--version"]:
             return CommandResult(0, "v0.2.1\n")
         return CommandResult(0)
 
@@ -589,10 +594,135 @@ def test_stop_before_any_apply_leaves_systemd_alone(installed: Workload, systemc
     assert systemctl.calls() == []
 
 
-def test_version_runs_garm_version(installed: Workload, runner: RecordingRunner):
-    """Arrange: installed. Act: ask the version. Assert: `garm version`'s output, stripped."""
-    assert installed.version() == "v0.2.1"
-    assert runner.commands[-1] == [str(installed.paths.garm_binary), "version"]
+def test_version_runs_garm_dash_dash_version(installed: Workload, runner: RecordingRunner):
+    """Arrange: installed. Act: ask the version.
+
+    Assert: `garm --version` ran with the short timeout; its output, stripped, is the answer.
+    """
+    version = installed.version()
+
+    assert version == "v0.2.1"
+    assert runner.commands[-1] == [str(installed.paths.garm_binary), "--version"]
+    assert runner.timeouts[-1] == workload.VERSION_TIMEOUT_SECONDS
+
+
+# Go's `flag` parsing as in v0.2.1: `--version` prints, anything else would run the server.
+V021_LIKE = """#!/bin/sh
+case "$1" in --version|-version) echo v0.2.1 ;; *) exec sleep 30 ;; esac
+"""
+HEAD_LIKE = """#!/bin/sh
+case "$1" in --version|version) echo v0.2.1-96-gafda4e76 ;; *) exec sleep 30 ;; esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [(V021_LIKE, "v0.2.1"), (HEAD_LIKE, "v0.2.1-96-gafda4e76")],
+    ids=["v0.2.1", "head"],
+)
+def test_version_of_a_real_executable(tmp_path: Path, script: str, expected: str):
+    """Arrange: an installed garm that answers like v0.2.1 or HEAD; the real command runner.
+
+    Act: ask the version. Assert: the bare version, and no server was started (no hang).
+    """
+    work = _installed_with_garm(tmp_path, script.encode())
+
+    assert work.version() == expected
+
+
+def test_version_that_hangs_is_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Arrange: a garm that never exits; a short version timeout. Act: ask the version.
+
+    Assert: empty (unknown), returned at the deadline instead of hanging the hook.
+    """
+    monkeypatch.setattr(workload, "VERSION_TIMEOUT_SECONDS", 0.2)
+    work = _installed_with_garm(tmp_path, b"#!/bin/sh\nexec sleep 30\n")
+    started = time.monotonic()
+
+    version = work.version()
+
+    assert version == ""
+    assert time.monotonic() - started < 10
+
+
+def test_version_of_a_binary_that_cannot_run_is_unknown(tmp_path: Path):
+    """Arrange: a garm binary this machine cannot execute. Act: ask the version.
+
+    Assert: empty, no exception (a wrong-architecture binary must not crash the hook).
+    """
+    work = _installed_with_garm(tmp_path, b"\x7fELF but not really")
+
+    assert work.version() == ""
+
+
+def _installed_with_garm(tmp_path: Path, content: bytes) -> Workload:
+    root = tmp_path / "root"
+    root.mkdir()
+    Workload(root, runner=RecordingRunner(), fetcher=_no_network, arch="amd64").install(
+        tarball(tmp_path / "garm.tgz", "garm", content),
+        tarball(tmp_path / "provider.tgz", "garm-provider-openstack"),
+        ProxyConfig(),
+    )
+    return Workload(root, fetcher=_no_network, arch="amd64")
+
+
+def test_run_command_reports_a_timeout_as_a_failure():
+    """Arrange: a command that outlives its timeout. Act: run it.
+
+    Assert: a failed CommandResult saying it timed out, not an exception.
+    """
+    result = workload.run_command(["sleep", "30"], timeout=0.2)
+
+    assert result.returncode == workload.TIMED_OUT
+    assert "timed out" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("v0.2.1\n", "v0.2.1"),
+        ("v0.2.1-96-gafda4e76\n", "v0.2.1-96-gafda4e76"),
+        ("v0.0.0-unknown\n", "v0.0.0-unknown"),
+        ("garm version v0.3.0\n", "v0.3.0"),
+        ("  v0.2.1  \n\n", "v0.2.1"),
+        ("", ""),
+        ("Fetching config: open /etc/garm/config.toml\n", ""),
+    ],
+)
+def test_parse_garm_version(output: str, expected: str):
+    """Arrange: what `garm --version` might print. Act: parse. Assert: the bare version."""
+    assert workload.parse_garm_version(output) == expected
+
+
+@pytest.mark.parametrize(
+    ("version", "supported"),
+    [
+        ("v0.2.1", False),
+        ("0.2.1", False),
+        ("v0.2.1-dirty", False),
+        ("v0.2.0", False),
+        ("v0.1.5", False),
+        ("v0.2.0-12-g0123abc", False),
+        ("v0.2.1-rc1", False),
+        ("v0.2.1-rc1-4-g0123abc", False),
+        ("v0.2.1-96-gafda4e76", True),
+        ("v0.2.1-96-gafda4e76-dirty", True),
+        ("v0.2.2", True),
+        ("v0.2.2-rc1", True),
+        ("v0.3.0", True),
+        ("v1.0.0", True),
+        ("v0.0.0-unknown", None),
+        ("", None),
+        ("garbage", None),
+        ("v0.2", None),
+    ],
+)
+def test_garm_version_supports_postgresql(version: str, supported: bool | None):
+    """Arrange: a version as `garm --version` prints it. Act: ask about PostgreSQL.
+
+    Assert: only builds past v0.2.1 have it; unknown builds give None.
+    """
+    assert workload.garm_version_supports_postgresql(version) is supported
 
 
 def test_proxy_from_juju_environment():
