@@ -1,8 +1,9 @@
 """GARM on this machine: binaries, config files, the systemd unit and restart-if-changed.
 
 No ops imports: the charm hands in plain values. Every path hangs off a root directory (``/``
-in production, a temporary directory in tests) and every command goes through an injectable
-runner, so tests see exactly what would have run.
+in production, a temporary directory in tests). systemd is driven through charmlibs-systemd,
+which runs ``systemctl`` from PATH (tests put a fake one first); every other command goes
+through an injectable runner. Either way tests see exactly what would have run.
 
 The service is restarted only when what it would run with differs from what it was last
 started with: a fingerprint of the rendered files, the installed binaries and the environment
@@ -19,6 +20,7 @@ import json
 import logging
 import os
 import platform
+import re
 import subprocess
 import tarfile
 import urllib.request
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 import tomli_w
+from charmlibs import systemd
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +50,12 @@ PROXY_VARIABLES: Final = (
 )
 JWT_TIME_TO_LIVE: Final = "8760h"
 DOWNLOAD_TIMEOUT_SECONDS: Final = 120
+COMMAND_TIMEOUT_SECONDS: Final = 300
+VERSION_TIMEOUT_SECONDS: Final = 10
+# The exit status `timeout(1)` uses, for a command that was killed at its deadline.
+TIMED_OUT: Final = 124
+# The last GARM release without the PostgreSQL backend (REFERENCE §10).
+LAST_RELEASE_WITHOUT_POSTGRESQL: Final = (0, 2, 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,10 +204,11 @@ class CommandResult:
 
 
 class Runner(Protocol):
-    """Runs one command (never through a shell)."""
+    """Runs one command (never through a shell), killing it after `timeout` seconds."""
 
-    def __call__(self, argv: Sequence[str]) -> CommandResult:  # noqa: D102
-        ...
+    def __call__(  # noqa: D102
+        self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_SECONDS
+    ) -> CommandResult: ...
 
 
 Fetcher = Callable[[str, ProxyConfig], bytes]
@@ -206,11 +216,18 @@ Fetcher = Callable[[str, ProxyConfig], bytes]
 RenderedFile = tuple[bytes, int, bool]
 
 
-def run_command(argv: Sequence[str]) -> CommandResult:
-    """Run a command on this machine and capture its output."""
-    completed = subprocess.run(  # fixed argument lists, never a shell
-        list(argv), capture_output=True, text=True, check=False, timeout=300
-    )
+def run_command(argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_SECONDS) -> CommandResult:
+    """Run a command on this machine and capture its output.
+
+    A command still running after `timeout` seconds is killed and reported as exit status
+    `TIMED_OUT`, so a stuck command fails its caller instead of hanging the hook.
+    """
+    try:
+        completed = subprocess.run(  # fixed argument lists, never a shell
+            list(argv), capture_output=True, text=True, check=False, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return CommandResult(TIMED_OUT, "", f"timed out after {timeout:g}s")
     return CommandResult(completed.returncode, completed.stdout, completed.stderr)
 
 
@@ -453,9 +470,9 @@ class Workload:
         recorded = _read_text(self.paths.fingerprint)
         if recorded == wanted and self.is_running():
             return False
-        self._check(["systemctl", "daemon-reload"])
-        self._check(["systemctl", "enable", SERVICE_NAME])
-        self._check(["systemctl", "restart", SERVICE_NAME])
+        _systemd("daemon-reload", systemd.daemon_reload)
+        _systemd("enable", systemd.service_enable, SERVICE_NAME)
+        _systemd("restart", systemd.service_restart, SERVICE_NAME)
         _write_atomic(self.paths.fingerprint, wanted.encode(), 0o600)
         logger.info("GARM (re)started: its configuration or binaries changed")
         return True
@@ -481,28 +498,48 @@ class Workload:
 
     def is_running(self) -> bool:
         """Whether systemd reports GARM active."""
-        return self._run(["systemctl", "is-active", "--quiet", SERVICE_NAME]).returncode == 0
+        try:
+            return systemd.service_running(SERVICE_NAME)
+        except OSError:  # no systemctl at all: nothing can be running
+            return False
 
     def stop(self) -> None:
-        """Stop GARM (a standby unit, or before removal) and forget how it was started."""
+        """Stop GARM (a standby unit, or before removal) and forget how it was started.
+
+        Best effort, like removal: a failure is logged, and the forgotten fingerprint makes the
+        next `apply` start GARM afresh.
+        """
         if self.paths.unit_file.exists():
-            self._run(["systemctl", "stop", SERVICE_NAME])
+            _systemd_best_effort("stop", systemd.service_stop, SERVICE_NAME)
         self.paths.fingerprint.unlink(missing_ok=True)
 
     def remove(self) -> None:
-        """Stop and disable GARM and remove its unit file; GARM's data stays on disk."""
+        """Stop and disable GARM and remove its unit file; GARM's data stays on disk.
+
+        Best effort: a remove hook that failed on systemd would leave the unit stuck in error.
+        """
         if self.paths.unit_file.exists():
-            self._run(["systemctl", "disable", "--now", SERVICE_NAME])
+            _systemd_best_effort("disable", systemd.service_disable, "--now", SERVICE_NAME)
             self.paths.unit_file.unlink()
-            self._run(["systemctl", "daemon-reload"])
+            _systemd_best_effort("daemon-reload", systemd.daemon_reload)
         self.paths.fingerprint.unlink(missing_ok=True)
 
     def version(self) -> str:
-        """GARM's version as `garm version` prints it; empty when unknown."""
+        """GARM's version as `garm --version` prints it (e.g. "v0.2.1"); empty when unknown.
+
+        `--version` and not `version`: v0.2.1 parses flags with Go's `flag` package, ignores a
+        `version` argument and starts a server (REFERENCE §1.2). The timeout keeps any surprise
+        from hanging the hook.
+        """
         if not self.paths.garm_binary.is_file():
             return ""
-        result = self._run([str(self.paths.garm_binary), "version"])
-        return result.stdout.strip() if result.returncode == 0 else ""
+        try:
+            result = self._run(
+                [str(self.paths.garm_binary), "--version"], timeout=VERSION_TIMEOUT_SECONDS
+            )
+        except OSError:  # not executable here, e.g. a binary for another architecture
+            return ""
+        return parse_garm_version(result.stdout) if result.returncode == 0 else ""
 
     def recorded_backend(self) -> str:
         """The backend GARM last ran with ("sqlite3", "postgresql"), or "" if it never ran."""
@@ -565,6 +602,56 @@ class Workload:
             # stderr of these commands never carries secrets (no secret is ever an argument).
             raise CommandError(f"{' '.join(argv[:3])} failed: {result.stderr.strip()[:200]}")
         return result
+
+
+# Versions -----------------------------------------------------------------------------------
+
+# What `git describe` appends to a tag for a build some commits past it.
+_DESCRIBE_SUFFIX: Final = re.compile(r"-(?P<ahead>\d+)-g[0-9a-f]+$")
+_RELEASE: Final = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(?:-(?P<pre>[0-9A-Za-z.-]+))?")
+_UNSTAMPED: Final = "unknown"
+
+
+def parse_garm_version(output: str) -> str:
+    """The bare version in what `garm --version` printed; empty when it printed none.
+
+    Both v0.2.1 (Go `flag`) and HEAD (cobra, with a `{{.Version}}` template) print the stamped
+    `git describe` string alone on a line, e.g. "v0.2.1" or "v0.2.1-96-gafda4e76", and
+    "v0.0.0-unknown" for an unstamped build. The last word of the first line is taken, so a
+    "garm version v0.2.1" (cobra's default template) reads the same.
+    """
+    lines = output.strip().splitlines()
+    words = lines[0].split() if lines else []
+    if not words or _RELEASE.match(words[-1]) is None:
+        return ""
+    return words[-1]
+
+
+def garm_version_supports_postgresql(version: str) -> bool | None:
+    """Whether a GARM of this version has the PostgreSQL backend; None when it cannot tell.
+
+    PostgreSQL came after v0.2.1 (REFERENCE §10). A release after v0.2.1 has it; v0.2.1, its
+    pre-releases and anything older do not; a `git describe` build past v0.2.1 (e.g.
+    "v0.2.1-96-gafda4e76") is taken to have it, which holds for GARM's main branch but not for
+    the first commits after the tag. An unstamped build ("v0.0.0-unknown") or an unreadable
+    string gives None.
+
+    Args:
+        version: what `Workload.version()` returned.
+    """
+    text = version.strip().removesuffix("-dirty")
+    ahead = 0
+    describe = _DESCRIBE_SUFFIX.search(text)
+    if describe is not None:
+        ahead = int(describe.group("ahead"))
+        text = text[: describe.start()]
+    release = _RELEASE.fullmatch(text)
+    if release is None or release.group("pre") == _UNSTAMPED:
+        return None
+    numbers = (int(release.group(1)), int(release.group(2)), int(release.group(3)))
+    if numbers != LAST_RELEASE_WITHOUT_POSTGRESQL:
+        return numbers > LAST_RELEASE_WITHOUT_POSTGRESQL
+    return ahead > 0 and release.group("pre") is None
 
 
 # Rendering ----------------------------------------------------------------------------------
@@ -694,6 +781,28 @@ WantedBy=multi-user.target
 
 
 # Helpers ------------------------------------------------------------------------------------
+
+
+def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
+    """Run one charmlibs-systemd call; its failure becomes a short CommandError.
+
+    SystemdError carries systemctl's whole stdout and stderr: too long for a status and not
+    ours to vouch for, so only the command is named; the journal has the details.
+    """
+    try:
+        action(*args)
+    except (systemd.SystemdError, OSError):
+        command = " ".join((verb, *args))
+        raise CommandError(
+            f"systemctl {command} failed (see journalctl -u {SERVICE_NAME})"
+        ) from None
+
+
+def _systemd_best_effort(verb: str, action: Callable[..., bool], *args: str) -> None:
+    try:
+        _systemd(verb, action, *args)
+    except CommandError as error:
+        logger.warning("%s", error)
 
 
 def _extract_member(release: Release, content: bytes) -> bytes:

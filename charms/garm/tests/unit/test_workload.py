@@ -1,4 +1,4 @@
-"""workload.py against a temporary root directory and a recording command runner."""
+"""workload.py against a temporary root, a recording command runner and a fake systemctl."""
 
 from __future__ import annotations
 
@@ -8,15 +8,18 @@ import io
 import re
 import stat
 import tarfile
+import time
 import tomllib
 from collections.abc import Sequence
 from ipaddress import ip_address
 from pathlib import Path
 
 import pytest
+from fake_systemctl import FAILURE_OUTPUT, FakeSystemctl, install_fake_systemctl
 
 import workload
 from workload import (
+    CommandError,
     CommandResult,
     GarmConfig,
     OpenStackProvider,
@@ -32,36 +35,25 @@ PASSPHRASE = "Xk3vQ9-rT7wLp2_Zm8Yc4NbH6sJd1FgA"
 
 
 class RecordingRunner:
-    """Records every command; systemctl behaves like a tiny systemd that remembers 'active'."""
+    """Records every non-systemd command (systemctl goes to the fake on PATH)."""
 
     def __init__(self) -> None:
         self.commands: list[list[str]] = []
-        self.active = False
+        self.timeouts: list[float] = []
         self.user_exists = True
 
-    def __call__(self, argv: Sequence[str]) -> CommandResult:
+    def __call__(
+        self, argv: Sequence[str], *, timeout: float = workload.COMMAND_TIMEOUT_SECONDS
+    ) -> CommandResult:
         """Record the command and answer like the real one would."""
         command = list(argv)
         self.commands.append(command)
+        self.timeouts.append(timeout)
         if command[:2] == ["id", "-u"]:
             return CommandResult(0 if self.user_exists else 1)
-        if command[:2] == ["systemctl", "is-active"]:
-            return CommandResult(0 if self.active else 3)
-        if command[:2] == ["systemctl", "restart"]:
-            self.active = True
-        if command[:2] == ["systemctl", "stop"] or command[:3] == [
-            "systemctl",
-            "disable",
-            "--now",
-        ]:
-            self.active = False
-        if command[-1:] == ["version"]:
+        if command[-1:] == ["--version"]:
             return CommandResult(0, "v0.2.1\n")
         return CommandResult(0)
-
-    def restarts(self) -> int:
-        """How many times the service was (re)started."""
-        return sum(1 for command in self.commands if command[:2] == ["systemctl", "restart"])
 
 
 def tarball(path: Path, member: str, content: bytes = b"\x7fELF binary") -> Path:
@@ -100,6 +92,12 @@ def config(**changes: object) -> GarmConfig:
         providers=(provider(),),
     )
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def systemctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeSystemctl:
+    """A fake systemctl first on PATH, for every test: none may reach the real systemd."""
+    return install_fake_systemctl(tmp_path / "fake-systemctl", monkeypatch)
 
 
 @pytest.fixture
@@ -411,25 +409,31 @@ def test_removed_provider_files_go(installed: Workload):
 # Restart only when something changed ------------------------------------------------------------
 
 
-def test_first_apply_starts_the_service(installed: Workload, runner: RecordingRunner):
-    """Arrange: installed, never started. Act: apply. Assert: reload, enable, one restart."""
+def test_first_apply_starts_the_service(installed: Workload, systemctl: FakeSystemctl):
+    """Arrange: installed, never started. Act: apply.
+
+    Assert: systemctl got daemon-reload, enable and one restart, in that order; GARM is active.
+    """
     started = installed.apply(config())
 
     assert started is True
-    systemctl = [command for command in runner.commands if command[0] == "systemctl"]
-    assert ["systemctl", "daemon-reload"] in systemctl
-    assert ["systemctl", "enable", "garm"] in systemctl
-    assert runner.restarts() == 1
+    assert systemctl.calls() == [["daemon-reload"], ["enable", "garm"], ["restart", "garm"]]
+    assert systemctl.active
 
 
-def test_no_restart_when_nothing_changed(installed: Workload, runner: RecordingRunner):
-    """Arrange: applied once. Act: apply the same config again. Assert: no restart."""
+def test_no_restart_when_nothing_changed(installed: Workload, systemctl: FakeSystemctl):
+    """Arrange: applied once. Act: apply the same config again.
+
+    Assert: systemctl was only asked whether GARM is active; no restart.
+    """
     installed.apply(config())
+    before = len(systemctl.calls())
 
     started = installed.apply(config())
 
     assert started is False
-    assert runner.restarts() == 1
+    assert systemctl.calls()[before:] == [["--quiet", "is-active", "garm"]]
+    assert systemctl.restarts() == 1
 
 
 @pytest.mark.parametrize(
@@ -444,7 +448,7 @@ def test_no_restart_when_nothing_changed(installed: Workload, runner: RecordingR
     ids=["log-level", "port", "proxy", "provider", "database"],
 )
 def test_exactly_one_restart_per_change(
-    installed: Workload, runner: RecordingRunner, change: dict[str, object]
+    installed: Workload, systemctl: FakeSystemctl, change: dict[str, object]
 ):
     """Arrange: applied once. Act: apply a changed config twice.
 
@@ -455,23 +459,24 @@ def test_exactly_one_restart_per_change(
     installed.apply(config(**change))
     installed.apply(config(**change))
 
-    assert runner.restarts() == 2
+    assert systemctl.restarts() == 2
 
 
-def test_restart_when_the_service_died(installed: Workload, runner: RecordingRunner):
+def test_restart_when_the_service_died(installed: Workload, systemctl: FakeSystemctl):
     """Arrange: applied; the service stopped behind the charm's back. Act: apply.
 
     Assert: started again even though no file changed.
     """
     installed.apply(config())
-    runner.active = False
+    systemctl.active = False
 
     installed.apply(config())
 
-    assert runner.restarts() == 2
+    assert systemctl.restarts() == 2
+    assert systemctl.active
 
 
-def test_hand_edited_file_is_put_back_and_restarted(installed: Workload, runner: RecordingRunner):
+def test_hand_edited_file_is_put_back_and_restarted(installed: Workload, systemctl: FakeSystemctl):
     """Arrange: applied; someone edits config.toml by hand. Act: apply.
 
     Assert: the file is rendered again, and GARM is not restarted (it runs the wanted config).
@@ -483,58 +488,271 @@ def test_hand_edited_file_is_put_back_and_restarted(installed: Workload, runner:
     installed.apply(config())
 
     assert installed.paths.config.read_text() == wanted
-    assert runner.restarts() == 1
+    assert systemctl.restarts() == 1
 
 
-def test_new_binary_restarts(tmp_path: Path, installed: Workload, runner: RecordingRunner):
-    """Arrange: applied; a new garm-binary resource is attached. Act: install, apply.
+@pytest.mark.parametrize("member", ["garm", "garm-provider-openstack"])
+def test_new_binary_restarts(
+    tmp_path: Path, installed: Workload, systemctl: FakeSystemctl, member: str
+):
+    """Arrange: applied; a new build of one binary is attached. Act: install, apply twice.
 
-    Assert: one more restart.
+    Assert: the new binary is in place and GARM restarted exactly once more.
     """
     installed.apply(config())
+    contents = {"garm": b"\x7fELF binary", "garm-provider-openstack": b"\x7fELF binary"}
+    contents[member] = b"new build"
+    tarballs = {
+        name: tarball(tmp_path / f"{name}-2.tgz", name, data) for name, data in contents.items()
+    }
 
-    installed.install(
-        tarball(tmp_path / "garm2.tgz", "garm", b"new build"),
-        tarball(tmp_path / "provider.tgz", "garm-provider-openstack"),
-        ProxyConfig(),
-    )
+    installed.install(tarballs["garm"], tarballs["garm-provider-openstack"], ProxyConfig())
+    installed.apply(config())
     installed.apply(config())
 
-    assert installed.paths.garm_binary.read_bytes() == b"new build"
-    assert runner.restarts() == 2
+    target = installed.paths.garm_binary if member == "garm" else installed.paths.provider_binary
+    assert target.read_bytes() == b"new build"
+    assert systemctl.restarts() == 2
+
+
+@pytest.mark.parametrize("verb", ["daemon-reload", "enable", "restart"])
+def test_failed_start_is_retried_on_the_next_apply(
+    installed: Workload, systemctl: FakeSystemctl, verb: str
+):
+    """Arrange: applied; systemctl will fail `verb`. Act: apply a change; heal; apply twice.
+
+    Assert: the first apply raises CommandError; the next one restarts GARM (the failed pass
+    left no record of a start), and the one after that does nothing.
+    """
+    installed.apply(config())
+    systemctl.fail(verb)
+
+    with pytest.raises(CommandError):
+        installed.apply(config(log_level="debug"))
+    systemctl.heal(verb)
+    retried = installed.apply(config(log_level="debug"))
+    repeated = installed.apply(config(log_level="debug"))
+
+    assert retried is True
+    assert repeated is False
+    assert systemctl.calls()[-2] == ["restart", "garm"]
+    assert systemctl.active
+
+
+def test_systemctl_failure_message_is_short_and_keeps_its_output_out(
+    installed: Workload, systemctl: FakeSystemctl
+):
+    """Arrange: systemctl fails restarts, printing its own output. Act: apply.
+
+    Assert: the CommandError names the command and the journal, never systemctl's output.
+    """
+    systemctl.fail("restart")
+
+    with pytest.raises(CommandError) as caught:
+        installed.apply(config())
+
+    assert str(caught.value) == "systemctl restart garm failed (see journalctl -u garm)"
+    assert FAILURE_OUTPUT not in str(caught.value)
+
+
+def test_no_systemctl_at_all_is_a_command_error(
+    installed: Workload, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Arrange: PATH without any systemctl. Act: apply. Assert: CommandError, not OSError."""
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+    with pytest.raises(CommandError, match="daemon-reload"):
+        installed.apply(config())
+
+    assert not installed.is_running()
 
 
 # Stop, remove, version ----------------------------------------------------------------------
 
 
-def test_remove_stops_service_and_removes_unit(installed: Workload, runner: RecordingRunner):
-    """Arrange: running. Act: remove. Assert: disabled and stopped, unit file gone, data kept."""
+def test_remove_stops_service_and_removes_unit(installed: Workload, systemctl: FakeSystemctl):
+    """Arrange: running. Act: remove.
+
+    Assert: systemctl disabled and stopped GARM, then reloaded; unit file gone, data kept.
+    """
     installed.apply(config())
     installed.paths.sqlite_db.write_bytes(b"SQLite format 3")
+    before = len(systemctl.calls())
 
     installed.remove()
 
-    assert ["systemctl", "disable", "--now", "garm"] in runner.commands
+    assert systemctl.calls()[before:] == [["disable", "--now", "garm"], ["daemon-reload"]]
+    assert not systemctl.active
     assert not installed.paths.unit_file.exists()
     assert not installed.paths.fingerprint.exists()
     assert installed.has_sqlite_state()
 
 
-def test_stop_then_apply_starts_again(installed: Workload, runner: RecordingRunner):
+def test_remove_goes_on_when_systemd_refuses(installed: Workload, systemctl: FakeSystemctl):
+    """Arrange: running; systemctl fails `disable`. Act: remove.
+
+    Assert: no error (a remove hook must not get stuck); the unit file is gone all the same.
+    """
+    installed.apply(config())
+    systemctl.fail("disable")
+
+    installed.remove()
+
+    assert not installed.paths.unit_file.exists()
+    assert systemctl.calls()[-1] == ["daemon-reload"]
+
+
+def test_stop_then_apply_starts_again(installed: Workload, systemctl: FakeSystemctl):
     """Arrange: running. Act: stop, then apply. Assert: stopped, then started once more."""
     installed.apply(config())
 
     installed.stop()
+    stopped = not systemctl.active
     installed.apply(config())
 
-    assert ["systemctl", "stop", "garm"] in runner.commands
-    assert runner.restarts() == 2
+    assert stopped
+    assert ["stop", "garm"] in systemctl.calls()
+    assert systemctl.restarts() == 2
 
 
-def test_version_runs_garm_version(installed: Workload, runner: RecordingRunner):
-    """Arrange: installed. Act: ask the version. Assert: `garm version`'s output, stripped."""
-    assert installed.version() == "v0.2.1"
-    assert [str(installed.paths.garm_binary), "version"] in runner.commands
+def test_stop_before_any_apply_leaves_systemd_alone(installed: Workload, systemctl: FakeSystemctl):
+    """Arrange: installed, no unit file yet. Act: stop. Assert: systemctl was never called."""
+    installed.stop()
+
+    assert systemctl.calls() == []
+
+
+def test_version_runs_garm_dash_dash_version(installed: Workload, runner: RecordingRunner):
+    """Arrange: installed. Act: ask the version.
+
+    Assert: `garm --version` ran with the short timeout; its output, stripped, is the answer.
+    """
+    version = installed.version()
+
+    assert version == "v0.2.1"
+    assert runner.commands[-1] == [str(installed.paths.garm_binary), "--version"]
+    assert runner.timeouts[-1] == workload.VERSION_TIMEOUT_SECONDS
+
+
+# Go's `flag` parsing as in v0.2.1: `--version` prints, anything else would run the server.
+V021_LIKE = """#!/bin/sh
+case "$1" in --version|-version) echo v0.2.1 ;; *) exec sleep 30 ;; esac
+"""
+HEAD_LIKE = """#!/bin/sh
+case "$1" in --version|version) echo v0.2.1-96-gafda4e76 ;; *) exec sleep 30 ;; esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [(V021_LIKE, "v0.2.1"), (HEAD_LIKE, "v0.2.1-96-gafda4e76")],
+    ids=["v0.2.1", "head"],
+)
+def test_version_of_a_real_executable(tmp_path: Path, script: str, expected: str):
+    """Arrange: an installed garm that answers like v0.2.1 or HEAD; the real command runner.
+
+    Act: ask the version. Assert: the bare version, and no server was started (no hang).
+    """
+    work = _installed_with_garm(tmp_path, script.encode())
+
+    assert work.version() == expected
+
+
+def test_version_that_hangs_is_cut_short(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Arrange: a garm that never exits; a short version timeout. Act: ask the version.
+
+    Assert: empty (unknown), returned at the deadline instead of hanging the hook.
+    """
+    monkeypatch.setattr(workload, "VERSION_TIMEOUT_SECONDS", 0.2)
+    work = _installed_with_garm(tmp_path, b"#!/bin/sh\nexec sleep 30\n")
+    started = time.monotonic()
+
+    version = work.version()
+
+    assert version == ""
+    assert time.monotonic() - started < 10
+
+
+def test_version_of_a_binary_that_cannot_run_is_unknown(tmp_path: Path):
+    """Arrange: a garm binary this machine cannot execute. Act: ask the version.
+
+    Assert: empty, no exception (a wrong-architecture binary must not crash the hook).
+    """
+    work = _installed_with_garm(tmp_path, b"\x7fELF but not really")
+
+    assert work.version() == ""
+
+
+def _installed_with_garm(tmp_path: Path, content: bytes) -> Workload:
+    root = tmp_path / "root"
+    root.mkdir()
+    Workload(root, runner=RecordingRunner(), fetcher=_no_network, arch="amd64").install(
+        tarball(tmp_path / "garm.tgz", "garm", content),
+        tarball(tmp_path / "provider.tgz", "garm-provider-openstack"),
+        ProxyConfig(),
+    )
+    return Workload(root, fetcher=_no_network, arch="amd64")
+
+
+def test_run_command_reports_a_timeout_as_a_failure():
+    """Arrange: a command that outlives its timeout. Act: run it.
+
+    Assert: a failed CommandResult saying it timed out, not an exception.
+    """
+    result = workload.run_command(["sleep", "30"], timeout=0.2)
+
+    assert result.returncode == workload.TIMED_OUT
+    assert "timed out" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [
+        ("v0.2.1\n", "v0.2.1"),
+        ("v0.2.1-96-gafda4e76\n", "v0.2.1-96-gafda4e76"),
+        ("v0.0.0-unknown\n", "v0.0.0-unknown"),
+        ("garm version v0.3.0\n", "v0.3.0"),
+        ("  v0.2.1  \n\n", "v0.2.1"),
+        ("", ""),
+        ("Fetching config: open /etc/garm/config.toml\n", ""),
+    ],
+)
+def test_parse_garm_version(output: str, expected: str):
+    """Arrange: what `garm --version` might print. Act: parse. Assert: the bare version."""
+    assert workload.parse_garm_version(output) == expected
+
+
+@pytest.mark.parametrize(
+    ("version", "supported"),
+    [
+        ("v0.2.1", False),
+        ("0.2.1", False),
+        ("v0.2.1-dirty", False),
+        ("v0.2.0", False),
+        ("v0.1.5", False),
+        ("v0.2.0-12-g0123abc", False),
+        ("v0.2.1-rc1", False),
+        ("v0.2.1-rc1-4-g0123abc", False),
+        ("v0.2.1-96-gafda4e76", True),
+        ("v0.2.1-96-gafda4e76-dirty", True),
+        ("v0.2.2", True),
+        ("v0.2.2-rc1", True),
+        ("v0.3.0", True),
+        ("v1.0.0", True),
+        ("v0.0.0-unknown", None),
+        ("", None),
+        ("garbage", None),
+        ("v0.2", None),
+    ],
+)
+def test_garm_version_supports_postgresql(version: str, supported: bool | None):
+    """Arrange: a version as `garm --version` prints it. Act: ask about PostgreSQL.
+
+    Assert: only builds past v0.2.1 have it; unknown builds give None.
+    """
+    assert workload.garm_version_supports_postgresql(version) is supported
 
 
 def test_proxy_from_juju_environment():
