@@ -17,6 +17,7 @@ from pathlib import Path
 
 import ops
 
+import cos_agent
 from charm_state import (
     POSTGRESQL,
     SQLITE,
@@ -98,6 +99,8 @@ class GarmCharm(ops.CharmBase):
             self.on[CONFIGURATOR_RELATION].relation_broken,
             self.on[PEER_RELATION].relation_changed,
             self.on[PEER_RELATION].relation_departed,
+            self.on[cos_agent.RELATION_NAME].relation_joined,
+            self.on[cos_agent.RELATION_NAME].relation_changed,
         ):
             framework.observe(event, self._reconcile)
         framework.observe(self.on.remove, self._on_remove)
@@ -115,6 +118,7 @@ class GarmCharm(ops.CharmBase):
     def _reconcile(self, _: ops.EventBase) -> None:
         self._status = self._reconcile_unit()
         logger.info("reconcile: %s %s", self._status.name, self._status.message)
+        self._publish_cos_agent()
 
     def _reconcile_unit(self) -> ops.StatusBase:
         if not self.unit.is_leader():
@@ -133,6 +137,17 @@ class GarmCharm(ops.CharmBase):
         if not self.unit.is_leader():
             return self._stand_by()
         return self._run_garm(config, proxy)
+
+    def _publish_cos_agent(self) -> None:
+        """Tell COS what to scrape and alert on; a failure here never touches GARM's reconcile."""
+        try:
+            port = parse_config(self.config).port
+        except InvalidConfigError:
+            return  # the status names the option; what was published stays until it is fixed
+        try:
+            cos_agent.publish(self, port=port, runs_garm=self.unit.is_leader())
+        except (ops.ModelError, OSError, ValueError) as error:
+            logger.warning("cos-agent data not published (retried at the next hook): %s", error)
 
     def _install(self, proxy: ProxyConfig) -> ops.StatusBase | None:
         if not self._workload.is_installed():

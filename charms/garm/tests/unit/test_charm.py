@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import ops
@@ -14,6 +15,7 @@ from werkzeug import Request, Response
 from workload_double import RecordingWorkload
 
 import charm
+import cos_agent
 from garm_bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
 from workload import ResourceError
 
@@ -629,3 +631,139 @@ def test_remove_stops_garm_and_removes_the_unit(ctx: Ctx, workload: RecordingWor
     ctx.run(ctx.on.remove(), testing.State(leader=True))
 
     assert workload.calls == ["remove"]
+
+
+# cos-agent ----------------------------------------------------------------------------------
+
+
+def cos_agent_config(state: testing.State, relation: testing.Relation) -> dict[str, Any]:
+    """The decoded `config` this unit published on a cos-agent relation."""
+    return json.loads(state.get_relation(relation.id).local_unit_data["config"])
+
+
+def test_leader_publishes_garms_scrape_job_on_cos_agent(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a bootstrapped leader; grafana-agent joins cos-agent. Act: relation-joined.
+
+    Assert: a scrape job for localhost:<port>/metrics, alert rules with the model's topology;
+    GARM's reconcile ran as usual (Active).
+    """
+    bootstrapped(garm)
+    relation = testing.Relation("cos-agent", remote_app_name="grafana-agent")
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        secrets=bootstrap_secrets(),
+        relations=[relation],
+    )
+
+    out = ctx.run(ctx.on.relation_joined(relation, remote_unit=0), state)
+
+    published = cos_agent_config(out, relation)
+    (job,) = published["metrics_scrape_jobs"]
+    assert job["metrics_path"] == "/metrics"
+    assert job["static_configs"] == [{"targets": [f"localhost:{config['port']}"]}]
+    rule = published["metrics_alert_rules"]["groups"][0]["rules"][0]
+    assert rule["labels"]["juju_model"] == state.model.name
+    assert rule["labels"]["juju_application"] == "garm"
+    assert published["dashboards"]
+    assert out.unit_status == ops.ActiveStatus()
+    assert "POST /api/v1/auth/login" in garm.calls
+
+
+def test_port_change_moves_the_scrape_target(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: the leader published a scrape job for port 9997; the port is then changed.
+
+    Act: config-changed. Assert: the scrape target follows the new port.
+    """
+    bootstrapped(garm)
+    relation = testing.Relation(
+        "cos-agent",
+        remote_app_name="grafana-agent",
+        local_unit_data={
+            "config": json.dumps(
+                {"metrics_scrape_jobs": [cos_agent.scrape_job(9997)], "log_slots": []}
+            )
+        },
+    )
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        secrets=bootstrap_secrets(),
+        relations=[relation],
+    )
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    (job,) = cos_agent_config(out, relation)["metrics_scrape_jobs"]
+    assert job["static_configs"] == [{"targets": [f"localhost:{config['port']}"]}]
+
+
+def test_standby_publishes_rules_but_no_scrape_job(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a non-leader with PostgreSQL and a cos-agent relation. Act: relation-changed.
+
+    Assert: no scrape job (its GARM is stopped), the same alert rules; no GARM call.
+    """
+    secret = database_secret()
+    relation = testing.Relation("cos-agent", remote_app_name="grafana-agent")
+    state = testing.State(
+        leader=False,
+        resources=resources,
+        config=config,
+        relations=[database_relation(secret), relation],
+        secrets=[*bootstrap_secrets(), secret],
+    )
+
+    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
+
+    published = cos_agent_config(out, relation)
+    assert published["metrics_scrape_jobs"] == []
+    alerts = {
+        rule["alert"]
+        for group in published["metrics_alert_rules"]["groups"]
+        for rule in group["rules"]
+    }
+    assert "GarmTargetDown" in alerts
+    assert out.unit_status == ops.ActiveStatus("standby: the leader runs GARM")
+    assert garm.calls == []
+
+
+def test_cos_agent_problem_does_not_break_the_reconcile(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    garm: FakeGarm,
+    resources: Resources,
+    config: Config,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Arrange: a bootstrapped leader whose dashboard directory holds a broken file.
+
+    Act: cos-agent relation-joined. Assert: GARM reconciled (Active), nothing published.
+    """
+    sources = cos_agent.Sources.of_charm(tmp_path)
+    sources.dashboards.mkdir(parents=True)
+    (sources.dashboards / "broken.json").write_text("{not json")
+    monkeypatch.setattr(cos_agent, "SOURCES", sources)
+    bootstrapped(garm)
+    relation = testing.Relation("cos-agent", remote_app_name="grafana-agent")
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        secrets=bootstrap_secrets(),
+        relations=[relation],
+    )
+
+    out = ctx.run(ctx.on.relation_joined(relation, remote_unit=0), state)
+
+    assert out.unit_status == ops.ActiveStatus()
+    assert "apply" in workload.calls
+    assert "config" not in out.get_relation(relation.id).local_unit_data
