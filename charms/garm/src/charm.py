@@ -8,6 +8,7 @@ GARM answers, so any event can run it and a repeated run changes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import logging
@@ -38,6 +39,7 @@ from garm_bootstrap import (
     read_secrets,
 )
 from garm_objects import list_scalesets, reconcile_objects
+from provider_retention import retained_providers, retention_message
 from scaleset_reconciler import ReconcileSettings
 from service_handover import HostClaim, Verdict, decide, reports_running, running_flag
 from workload import (
@@ -184,8 +186,9 @@ class GarmCharm(ops.CharmBase):
         if handover is not None:
             return handover
         desired = read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION])
+        garm_config = self._garm_config(config, creds, database, proxy, desired)
         try:
-            self._workload.apply(self._garm_config(config, creds, database, proxy, desired))
+            self._workload.apply(garm_config)
         except WorkloadError as error:
             return ops.BlockedStatus(f"cannot run GARM: {error}")
         self._workload.record_backend(backend)
@@ -193,10 +196,14 @@ class GarmCharm(ops.CharmBase):
         status = self._bootstrap(client, config, creds)
         if status is not None:
             return status
-        return self._reconcile_objects(client, config, desired)
+        return self._reconcile_objects(client, config, desired, garm_config)
 
     def _reconcile_objects(
-        self, client: GarmClient, config: CharmConfig, desired: DesiredState
+        self,
+        client: GarmClient,
+        config: CharmConfig,
+        desired: DesiredState,
+        garm_config: GarmConfig,
     ) -> ops.StatusBase:
         settings = ReconcileSettings(
             handover_grace=config.handover_grace, drain_timeout=config.drain_timeout
@@ -205,14 +212,31 @@ class GarmCharm(ops.CharmBase):
             outcome = reconcile_objects(
                 client, desired, now=datetime.datetime.now(datetime.UTC), settings=settings
             )
+            kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
         except GarmUnreachable as error:
             logger.warning("reconcile stopped: %s", error)
             return ops.WaitingStatus("GARM stopped answering; retrying at the next hook")
+        except WorkloadError as error:
+            return ops.BlockedStatus(f"cannot run GARM: {error}")
         if outcome.blocked:
             return ops.BlockedStatus(outcome.blocked)
         if outcome.waiting and not desired.specs:
-            return ops.WaitingStatus(outcome.waiting)
-        return ops.ActiveStatus("; ".join(t for t in (outcome.active, outcome.waiting) if t))
+            return ops.WaitingStatus("; ".join(t for t in (outcome.waiting, kept) if t))
+        return ops.ActiveStatus("; ".join(t for t in (outcome.active, outcome.waiting, kept) if t))
+
+    def _release_unused_providers(self, garm: GarmConfig, in_use: Mapping[str, int]) -> str:
+        """Drop kept providers GARM has no scale set on any more (one restart); say who stays.
+
+        Only a completed pass gets here, so `in_use` is what GARM holds: nothing is dropped on
+        an outage, which ends the pass before.
+        """
+        desired = [provider.name for provider in garm.providers]
+        kept = retained_providers(desired, garm.kept_providers, in_use)
+        released = sorted(set(garm.kept_providers) - set(kept))
+        if released:
+            logger.info("removing providers no scale set uses any more: %s", ", ".join(released))
+            self._workload.apply(dataclasses.replace(garm, kept_providers=kept))
+        return retention_message(kept, in_use)
 
     def _garm_config(
         self,
@@ -230,6 +254,13 @@ class GarmCharm(ops.CharmBase):
             postgres=database.postgres,
             providers=desired.providers,
             proxy=proxy,
+            # Until this hook's pass shows which of them GARM still uses, keep every provider
+            # whose configurator is gone: its scale sets may still have runners to delete.
+            kept_providers=retained_providers(
+                [provider.name for provider in desired.providers],
+                self._workload.rendered_provider_names(),
+                in_use=None,
+            ),
         )
 
     def _backend_problem(

@@ -19,8 +19,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from garm_api import (
@@ -151,14 +151,17 @@ def reconcile(
     settings = settings or ReconcileSettings()
     counted = _CountingApi(api)
     prepared = prepare(specs, settings)
-    grouping = group(prepared, counted.list_scalesets())
+    listed = counted.list_scalesets()
+    grouping = group(prepared, listed)
     observed = _observe(counted, needs(prepared, grouping, sweep_orphans=sweep_orphans))
     the_plan = plan(
         prepared, grouping, observed, now=now, settings=settings, sweep_orphans=sweep_orphans
     )
-    _Executor(counted, the_plan).run()
+    executor = _Executor(counted, the_plan)
+    executor.run()
     report = the_plan.report
     report.requests, report.writes = counted.requests, counted.writes
+    report.provider_scalesets = _per_provider(executor.held_after(listed))
     for error in report.all_errors():
         logger.warning("scale sets: %s", error)
     return report
@@ -179,12 +182,19 @@ def preview(
     """
     settings = settings or ReconcileSettings()
     prepared = prepare(specs, settings)
-    grouping = group(prepared, api.list_scalesets())
+    listed = api.list_scalesets()
+    grouping = group(prepared, listed)
     wanted = needs(prepared, grouping, sweep_orphans=sweep_orphans)
     observed = _observe(api, dataclasses.replace(wanted, instances=True))
-    return plan(
+    report = plan(
         prepared, grouping, observed, now=now, settings=settings, sweep_orphans=sweep_orphans
     ).report
+    report.provider_scalesets = _per_provider(listed)
+    return report
+
+
+def _per_provider(scalesets: Iterable[ScaleSet]) -> dict[str, int]:
+    return dict(Counter(scaleset.provider_name for scaleset in scalesets))
 
 
 def _observe(api: ScalesetApi, wanted: Needs) -> Observed:
@@ -218,6 +228,8 @@ class _Executor:
         self._orphans = {orphan_owner(o.name): o for o in the_plan.report.orphans}
         self._failed: set[str] = set()
         self._deleted: list[DeleteAction] = []
+        self._created: list[ScaleSet] = []
+        self._relisted: list[ScaleSet] | None = None
         self._templates: list[Template] | None = None
 
     def run(self) -> None:
@@ -233,6 +245,12 @@ class _Executor:
                 self._fail(action.owner, f"{_describe(action)}: {error}")
         if self._deleted:
             self._confirm_deletes()
+
+    def held_after(self, listed: list[ScaleSet]) -> list[ScaleSet]:
+        """The scale sets GARM holds after `run`, given what the pass listed before it."""
+        if self._relisted is not None:
+            return self._relisted
+        return [*listed, *self._created]
 
     def _execute(self, action: Action) -> None:
         if isinstance(action, CreateAction):
@@ -251,6 +269,7 @@ class _Executor:
             template_id = self._template_id(action.template_name, params.os_type, required=True)
             params = dataclasses.replace(params, template_id=template_id)
         created = self._api.create_scaleset(action.entity_kind, action.entity_id, params)
+        self._created.append(created)
         # Create cannot carry extended_state: stamp it now (a crash in between is adopted).
         marker = ScaleSetUpdate(extended_state=action.marker.render())
         self._api.update_scaleset(created.id, marker)
@@ -278,7 +297,8 @@ class _Executor:
 
     def _confirm_deletes(self) -> None:
         """GARM may answer 200 and keep the scale set (REFERENCE C9): list again to know."""
-        remaining = {scaleset.id for scaleset in self._api.list_scalesets()}
+        self._relisted = self._api.list_scalesets()
+        remaining = {scaleset.id for scaleset in self._relisted}
         for action in self._deleted:
             if action.scaleset_id in remaining:
                 self._kept(action)

@@ -73,6 +73,9 @@ class ReconcileReport:
     warnings: list[str] = dataclasses.field(default_factory=list[str])
     requests: int = 0
     writes: int = 0
+    # Every scale set GARM holds after the pass (hand-made ones too), counted per provider name:
+    # a removed configurator's provider stays until no scale set uses it.
+    provider_scalesets: dict[str, int] = dataclasses.field(default_factory=dict[str, int])
 
     @property
     def converged(self) -> bool:

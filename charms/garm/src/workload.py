@@ -192,6 +192,20 @@ class GarmConfig:
     postgres: PostgresConfig | None = None
     providers: tuple[OpenStackProvider, ...] = ()
     proxy: ProxyConfig = dataclasses.field(default_factory=ProxyConfig)
+    # Providers no configurator asks for any more that GARM still needs (its scale sets on them
+    # are draining): their files stay on disk as last rendered, their [[provider]] stays.
+    kept_providers: tuple[str, ...] = ()
+
+    @property
+    def kept_only(self) -> tuple[str, ...]:
+        """The kept providers not rendered from `providers` (a configurator's data wins)."""
+        rendered = {provider.name for provider in self.providers}
+        return tuple(sorted({name for name in self.kept_providers if name not in rendered}))
+
+    @property
+    def provider_names(self) -> tuple[str, ...]:
+        """Every provider GARM runs with, sorted, so the order never depends on relations."""
+        return tuple(sorted({provider.name for provider in self.providers} | {*self.kept_only}))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,9 +327,14 @@ class Paths:
         """Which tarballs the installed binaries came from."""
         return self.charm_state / "installed.json"
 
+    @property
+    def provider_dirs(self) -> Path:
+        """Where each provider's config directory lives."""
+        return self.etc / "providers"
+
     def provider_dir(self, name: str) -> Path:
         """One provider's config directory."""
-        return self.etc / "providers" / name
+        return self.provider_dirs / name
 
     def provider_config(self, name: str) -> Path:
         """One provider's config.toml."""
@@ -494,6 +513,31 @@ class Workload:
                 0o600,
                 True,
             )
+        files.update(self._kept_provider_files(config))
+        return files
+
+    def rendered_provider_names(self) -> frozenset[str]:
+        """The providers whose files are on disk: what the last apply rendered or kept."""
+        base = self.paths.provider_dirs
+        if not base.is_dir():
+            return frozenset()
+        return frozenset(
+            directory.name
+            for directory in base.iterdir()
+            if self.paths.provider_config(directory.name).is_file()
+        )
+
+    def _kept_provider_files(self, config: GarmConfig) -> dict[Path, RenderedFile]:
+        """Each kept provider's files as they are on disk.
+
+        They are "written" unchanged and fingerprinted exactly as when they were rendered, so
+        a provider going from rendered to kept never restarts GARM.
+        """
+        files: dict[Path, RenderedFile] = {}
+        for name in config.kept_only:
+            for path in (self.paths.provider_config(name), self.paths.provider_clouds(name)):
+                if path.is_file():
+                    files[path] = (path.read_bytes(), 0o600, True)
         return files
 
     def is_running(self) -> bool:
@@ -571,10 +615,10 @@ class Workload:
             self._chown(path)
 
     def _remove_stale_providers(self, config: GarmConfig) -> None:
-        base = self.paths.etc / "providers"
+        base = self.paths.provider_dirs
         if not base.is_dir():
             return
-        wanted = {provider.name for provider in config.providers}
+        wanted = set(config.provider_names)
         for directory in sorted(base.iterdir()):
             if directory.is_dir() and directory.name not in wanted:
                 for file in directory.iterdir():
@@ -666,7 +710,7 @@ def render_config(config: GarmConfig, paths: Paths) -> str:
         # An IP literal: GARM rejects host names here.
         "apiserver": {"bind": "0.0.0.0", "port": config.port, "use_tls": False},  # noqa: S104
         "database": _database_section(config, paths),
-        "provider": [_provider_section(provider, paths) for provider in config.providers],
+        "provider": [_provider_section(name, paths) for name in config.provider_names],
     }
     proxy = {
         key: value
@@ -706,14 +750,15 @@ def _database_section(config: GarmConfig, paths: Paths) -> dict[str, Any]:
     }
 
 
-def _provider_section(provider: OpenStackProvider, paths: Paths) -> dict[str, Any]:
+def _provider_section(name: str, paths: Paths) -> dict[str, Any]:
+    """Only the name shapes the entry, so a kept provider's entry stays as it was rendered."""
     return {
-        "name": provider.name,
+        "name": name,
         "provider_type": "external",
-        "description": f"OpenStack provider {provider.name}",
+        "description": f"OpenStack provider {name}",
         "external": {
             "provider_executable": str(paths.provider_binary),
-            "config_file": str(paths.provider_config(provider.name)),
+            "config_file": str(paths.provider_config(name)),
             "environment_variables": list(PROXY_VARIABLES),
         },
     }

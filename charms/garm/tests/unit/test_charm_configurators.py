@@ -299,3 +299,149 @@ def test_list_scalesets_shows_each_changeover_and_its_runners(
     (predecessor,) = changeover["predecessors"]
     assert predecessor["runners"] == 1
     assert sim.write_count() == writes
+
+
+def configurator_removed_while_a_job_runs(
+    ctx: testing.Context[charm.GarmCharm],
+    sim: GarmSim,
+    resources: frozenset[testing.Resource],
+    app_key: str,
+) -> tuple[testing.State, str]:
+    """Serve `small`, give its runner a job, break the relation; return the state and runner.
+
+    The returned state is the one after relation-broken, without the relation (Juju forgets it).
+    """
+    served = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, configurator(app_key)))
+    (scaleset,) = sim.state.scalesets.values()
+    job = sim.start_job(scaleset.name)
+    broken = ctx.run(ctx.on.relation_broken(next(iter(served.relations))), served)
+    return dataclasses.replace(broken, relations=frozenset()), job
+
+
+def test_removed_configurators_provider_stays_until_its_scale_set_is_gone(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` served; its runner runs a job; then its relation is removed.
+
+    Act: update-status while the job runs, after the job ended, and once more.
+    Assert: while GARM keeps the retired scale set, the provider stays rendered (unchanged,
+    no restart) and the status says why; the hook in which GARM deleted the scale set drops the
+    provider with exactly one restart; later hooks restart nothing.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    gone, job = configurator_removed_while_a_job_runs(ctx, sim, resources, app_key)
+    after_break = workload.applied[-1]
+    restarts = workload.restarts
+
+    draining = ctx.run(ctx.on.update_status(), gone)
+
+    (retired,) = sim.state.scalesets.values()
+    assert not retired.enabled
+    assert (after_break.providers, after_break.kept_providers) == ((), ("openstack-small",))
+    assert workload.applied[-1].kept_providers == ("openstack-small",)
+    assert workload.rendered_provider_names() == {"openstack-small"}
+    assert workload.restarts == restarts
+    assert draining.unit_status == ops.ActiveStatus(
+        "removing 1 unconfigured scale set (1 runner draining); "
+        "keeping provider openstack-small until its scale set is gone"
+    )
+
+    sim.finish_job(job)
+    released = ctx.run(ctx.on.update_status(), draining)
+
+    assert sim.state.scalesets == {}
+    assert workload.applied[-1].kept_providers == ()
+    assert workload.rendered_provider_names() == set()
+    assert workload.restarts == restarts + 1
+    assert released.unit_status == ops.ActiveStatus()
+
+    ctx.run(ctx.on.update_status(), released)
+
+    assert workload.restarts == restarts + 1
+
+
+@pytest.mark.parametrize(
+    "outage",
+    ["refused", "reset-while-listing-scalesets"],
+)
+def test_outage_never_removes_a_kept_provider(
+    sim: GarmSim,
+    workload: RecordingWorkload,
+    resources: frozenset[testing.Resource],
+    app_key: str,
+    outage: str,
+):
+    """Arrange: `small`'s relation removed while its runner ran a job; the job has ended.
+
+    Act: update-status while GARM refuses connections (or drops the scale-set listing).
+    Assert: the provider stays rendered; Waiting; once GARM answers again, it goes.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    gone, job = configurator_removed_while_a_job_runs(ctx, sim, resources, app_key)
+    sim.finish_job(job)
+
+    if outage == "refused":
+        with sim.refusing_connections():
+            out = ctx.run(ctx.on.update_status(), gone)
+    else:
+        fault = sim.fault("reset", method="GET", path="/api/v1/scalesets")
+        out = ctx.run(ctx.on.update_status(), gone)
+        sim.remove_fault(fault)
+
+    assert isinstance(out.unit_status, ops.WaitingStatus)
+    assert workload.applied[-1].kept_providers == ("openstack-small",)
+    assert workload.rendered_provider_names() == {"openstack-small"}
+
+    ctx.run(ctx.on.update_status(), out)
+
+    assert workload.rendered_provider_names() == set()
+
+
+def test_refused_scaleset_listing_never_removes_a_kept_provider(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small`'s relation removed while its runner ran a job; the job has ended.
+
+    Act: update-status while GARM answers 500 to the scale-set listing.
+    Assert: the hook fails (Juju retries it) and the provider stays rendered.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    gone, job = configurator_removed_while_a_job_runs(ctx, sim, resources, app_key)
+    sim.finish_job(job)
+    sim.fault("status", method="GET", path="/api/v1/scalesets", status=500)
+
+    with pytest.raises(testing.errors.UncaughtCharmError):
+        ctx.run(ctx.on.update_status(), gone)
+
+    assert workload.applied[-1].kept_providers == ("openstack-small",)
+    assert workload.rendered_provider_names() == {"openstack-small"}
+
+
+def test_readded_configurator_renders_its_provider_from_new_data(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small`'s relation removed while its runner runs a job (provider kept).
+
+    Act: `small` is related again with a new OpenStack password.
+    Assert: the provider is rendered from the new data, not kept.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    gone, _ = configurator_removed_while_a_job_runs(ctx, sim, resources, app_key)
+    renewed = configurator(
+        app_key,
+        secrets=[
+            testing.Secret(tracked_content={"password": "a-New-openstack-pa55word"}),
+            testing.Secret(tracked_content={"private-key": app_key}),
+        ],
+    )
+
+    ctx.run(
+        ctx.on.relation_changed(renewed.relation),
+        dataclasses.replace(
+            gone, relations={renewed.relation}, secrets={*gone.secrets, *renewed.secrets}
+        ),
+    )
+
+    (provider,) = workload.applied[-1].providers
+    assert provider.password == "a-New-openstack-pa55word"
+    assert workload.applied[-1].kept_providers == ()

@@ -494,6 +494,25 @@ def test_orphans_swept_only_when_the_desired_state_is_complete():
     assert all(c[1][0] != hand.id for c in garm.writes())
 
 
+def test_report_counts_the_scale_sets_left_on_each_provider():
+    """Arrange: `gone` served on provider `old`; its spec goes and `small` on `lxd` comes.
+
+    Act: the pass that creates `small` and retires `gone`, then the pass that deletes `gone`.
+    Assert: each report counts what GARM holds after its pass: the created scale set at once,
+    the deleted one no more.
+    """
+    garm = MemoryGarm(providers=("lxd", "old"))
+    converge(garm, [make_spec("gone", provider_name="old")])
+
+    swapped = run(garm, [make_spec()])
+    garm.advance(1)
+    swept = run(garm, [make_spec()])
+
+    assert swapped.provider_scalesets == {"old": 1, "lxd": 1}
+    assert swept.provider_scalesets == {"lxd": 1}
+    assert garm.names() == {live_name(make_spec())}
+
+
 def test_live_scale_set_without_marker_is_adopted_not_recreated():
     """Arrange: the live name exists without a marker (the charm died after create).
 

@@ -406,6 +406,95 @@ def test_removed_provider_files_go(installed: Workload):
     assert not installed.paths.provider_dir("b").exists()
 
 
+def provider_sections(work: Workload) -> list[str]:
+    """The provider names GARM's config.toml declares, in their order."""
+    document = tomllib.loads(work.paths.config.read_text())
+    return [section["name"] for section in document.get("provider", [])]
+
+
+def provider_files(work: Workload, name: str) -> dict[Path, bytes]:
+    """A provider's files on disk and their content."""
+    return {
+        path: path.read_bytes()
+        for path in (work.paths.provider_config(name), work.paths.provider_clouds(name))
+    }
+
+
+def test_kept_provider_stays_as_rendered_without_a_restart(
+    installed: Workload, runner: RecordingRunner
+):
+    """Arrange: providers `z` and `a` rendered (in that order), GARM started once.
+
+    Act: apply with only `a` rendered and `z` kept (its configurator is gone).
+    Assert: `z`'s files and config.toml are byte for byte what was rendered, mode 0600; both
+    entries stay, sorted by name; GARM is not restarted.
+    """
+    installed.apply(config(providers=(provider("z"), provider("a"))))
+    rendered = provider_files(installed, "z")
+    toml = installed.paths.config.read_bytes()
+
+    installed.apply(config(providers=(provider("a"),), kept_providers=("z",)))
+
+    assert provider_files(installed, "z") == rendered
+    assert all(mode(path) == 0o600 for path in rendered)
+    assert installed.paths.config.read_bytes() == toml
+    assert provider_sections(installed) == ["a", "z"]
+    assert installed.rendered_provider_names() == {"a", "z"}
+    assert runner.restarts() == 1
+
+
+def test_released_provider_goes_with_exactly_one_restart(
+    installed: Workload, runner: RecordingRunner
+):
+    """Arrange: `a` rendered and `z` kept.
+
+    Act: apply without `z` (no scale set uses it any more), then apply the same again.
+    Assert: `z`'s directory and config.toml entry are gone; one restart for it, none after.
+    """
+    installed.apply(config(providers=(provider("a"), provider("z"))))
+    installed.apply(config(providers=(provider("a"),), kept_providers=("z",)))
+
+    installed.apply(config(providers=(provider("a"),)))
+    installed.apply(config(providers=(provider("a"),)))
+
+    assert not installed.paths.provider_dir("z").exists()
+    assert provider_sections(installed) == ["a"]
+    assert installed.rendered_provider_names() == {"a"}
+    assert runner.restarts() == 2
+
+
+def test_rendered_provider_wins_over_a_kept_one(installed: Workload, runner: RecordingRunner):
+    """Arrange: `z` rendered with one password.
+
+    Act: apply `z` again from new data (its configurator came back) while also listed as kept.
+    Assert: `z`'s clouds.yaml holds the new password; one config.toml entry; one restart more.
+    """
+    installed.apply(config(providers=(provider("z"),)))
+    renewed = dataclasses.replace(provider("z"), password="new-Cloud-pa55word")
+
+    installed.apply(config(providers=(renewed,), kept_providers=("z",)))
+
+    assert "new-Cloud-pa55word" in installed.paths.provider_clouds("z").read_text()
+    assert provider_sections(installed) == ["z"]
+    assert runner.restarts() == 2
+
+
+def test_only_complete_provider_directories_count_as_rendered(installed: Workload):
+    """Arrange: `a` rendered; a stray directory without a config.toml beside it.
+
+    Act: list the rendered providers, then apply keeping nothing.
+    Assert: only `a` is listed; the stray directory is removed.
+    """
+    installed.apply(config(providers=(provider("a"),)))
+    installed.paths.provider_dir("stray").mkdir()
+
+    listed = installed.rendered_provider_names()
+    installed.apply(config(providers=(provider("a"),)))
+
+    assert listed == {"a"}
+    assert not installed.paths.provider_dir("stray").exists()
+
+
 # Restart only when something changed ------------------------------------------------------------
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from workload import GarmConfig, ProxyConfig, ResourceError
+from workload import GarmConfig, OpenStackProvider, ProxyConfig, ResourceError
 
 
 @dataclasses.dataclass
@@ -22,6 +22,11 @@ class RecordingWorkload:
         default_factory=list[tuple[Path | None, Path | None, ProxyConfig]]
     )
     applied: list[GarmConfig] = dataclasses.field(default_factory=list[GarmConfig])
+    restarts: int = 0
+    # What each provider's files on disk were rendered from (kept ones stay as they were).
+    provider_files: dict[str, OpenStackProvider] = dataclasses.field(
+        default_factory=dict[str, OpenStackProvider]
+    )
 
     def install(
         self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
@@ -42,12 +47,31 @@ class RecordingWorkload:
         return "v0.2.1" if self.installed else ""
 
     def apply(self, config: GarmConfig) -> bool:
-        """Record the config; report a restart only when it changed."""
+        """Record the config; restart only when what GARM runs with changed.
+
+        Like the real workload, a provider going from rendered to kept changes nothing GARM
+        reads: its files stay as they were rendered.
+        """
         self.calls.append("apply")
-        changed = not self.applied or self.applied[-1] != config or not self.running
+        before = (self.applied[-1] if self.applied else None, dict(self.provider_files))
+        self.provider_files = {
+            **{name: self.provider_files[name] for name in config.kept_only},
+            **{provider.name: provider for provider in config.providers},
+        }
+        changed = (
+            before[0] is None
+            or _settings(before[0]) != _settings(config)
+            or before[1] != self.provider_files
+            or not self.running
+        )
         self.applied.append(config)
         self.running = True
+        self.restarts += changed
         return changed
+
+    def rendered_provider_names(self) -> frozenset[str]:
+        """The providers whose files the last apply left on disk."""
+        return frozenset(self.provider_files)
 
     def stop(self) -> None:
         """Record a stop."""
@@ -70,3 +94,8 @@ class RecordingWorkload:
     def has_sqlite_state(self) -> bool:
         """Whether a SQLite database with content exists."""
         return self.sqlite_state
+
+
+def _settings(config: GarmConfig) -> GarmConfig:
+    """Everything but the providers, which the double compares by their files."""
+    return dataclasses.replace(config, providers=(), kept_providers=())
