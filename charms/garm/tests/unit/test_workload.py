@@ -421,7 +421,7 @@ def provider_files(work: Workload, name: str) -> dict[Path, bytes]:
 
 
 def test_kept_provider_stays_as_rendered_without_a_restart(
-    installed: Workload, runner: RecordingRunner
+    installed: Workload, systemctl: FakeSystemctl
 ):
     """Arrange: providers `z` and `a` rendered (in that order), GARM started once.
 
@@ -440,11 +440,11 @@ def test_kept_provider_stays_as_rendered_without_a_restart(
     assert installed.paths.config.read_bytes() == toml
     assert provider_sections(installed) == ["a", "z"]
     assert installed.rendered_provider_names() == {"a", "z"}
-    assert runner.restarts() == 1
+    assert systemctl.restarts() == 1
 
 
 def test_released_provider_goes_with_exactly_one_restart(
-    installed: Workload, runner: RecordingRunner
+    installed: Workload, systemctl: FakeSystemctl
 ):
     """Arrange: `a` rendered and `z` kept.
 
@@ -460,10 +460,10 @@ def test_released_provider_goes_with_exactly_one_restart(
     assert not installed.paths.provider_dir("z").exists()
     assert provider_sections(installed) == ["a"]
     assert installed.rendered_provider_names() == {"a"}
-    assert runner.restarts() == 2
+    assert systemctl.restarts() == 2
 
 
-def test_rendered_provider_wins_over_a_kept_one(installed: Workload, runner: RecordingRunner):
+def test_rendered_provider_wins_over_a_kept_one(installed: Workload, systemctl: FakeSystemctl):
     """Arrange: `z` rendered with one password.
 
     Act: apply `z` again from new data (its configurator came back) while also listed as kept.
@@ -476,7 +476,7 @@ def test_rendered_provider_wins_over_a_kept_one(installed: Workload, runner: Rec
 
     assert "new-Cloud-pa55word" in installed.paths.provider_clouds("z").read_text()
     assert provider_sections(installed) == ["z"]
-    assert runner.restarts() == 2
+    assert systemctl.restarts() == 2
 
 
 def test_only_complete_provider_directories_count_as_rendered(installed: Workload):
