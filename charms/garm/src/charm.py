@@ -50,6 +50,7 @@ from workload import (
     ResourceError,
     Workload,
     WorkloadError,
+    garm_version_supports_postgresql,
 )
 
 logger = logging.getLogger(__name__)
@@ -135,10 +136,11 @@ class GarmCharm(ops.CharmBase):
         problem = self._install(proxy)
         if problem is not None:
             return problem
-        self.unit.set_workload_version(self._workload.version())
+        version = self._workload.version()
+        self.unit.set_workload_version(version)
         if not self.unit.is_leader():
             return self._stand_by()
-        return self._run_garm(config, proxy)
+        return self._run_garm(config, proxy, version)
 
     def _publish_cos_agent(self) -> None:
         """Tell COS what to scrape and alert on; a failure here never touches GARM's reconcile."""
@@ -172,11 +174,12 @@ class GarmCharm(ops.CharmBase):
             )
         return ops.ActiveStatus("standby: the leader runs GARM")
 
-    def _run_garm(self, config: CharmConfig, proxy: ProxyConfig) -> ops.StatusBase:
+    def _run_garm(self, config: CharmConfig, proxy: ProxyConfig, version: str) -> ops.StatusBase:
         creds = ensure_secrets(self._secrets)
         database = self._database.state()
-        if database.status is DatabaseStatus.PENDING:
-            return ops.WaitingStatus("waiting for the database relation to share credentials")
+        unusable = _database_unusable(database, version)
+        if unusable is not None:
+            return unusable
         client = GarmClient(self._local_url(config))
         backend = POSTGRESQL if database.postgres is not None else SQLITE
         problem = self._backend_problem(backend, client, creds)
@@ -396,6 +399,21 @@ class GarmCharm(ops.CharmBase):
     @staticmethod
     def _local_url(config: CharmConfig) -> str:
         return f"http://127.0.0.1:{config.port}"
+
+
+def _database_unusable(database: DatabaseState, version: str) -> ops.StatusBase | None:
+    """Why GARM cannot run on the related database yet, or None.
+
+    Checked before anything is rendered, so a running GARM keeps its current backend.
+    """
+    if database.status is DatabaseStatus.PENDING:
+        return ops.WaitingStatus("waiting for the database relation to share credentials")
+    if database.postgres is not None and garm_version_supports_postgresql(version) is False:
+        return ops.BlockedStatus(
+            f"database: GARM {version} has no PostgreSQL backend; attach a garm-binary "
+            "built after v0.2.1, or remove the database relation"
+        )
+    return None
 
 
 def _garm_has_objects(client: GarmClient, creds: BootstrapSecrets) -> bool | None:

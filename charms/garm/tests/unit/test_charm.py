@@ -71,7 +71,7 @@ def test_install_bootstraps_garm(
 
     assert out.unit_status == ops.ActiveStatus()
     assert out.app_status == ops.ActiveStatus()
-    assert out.workload_version == "v0.2.1"
+    assert out.workload_version == "v0.2.1-96-gafda4e76"
     garm_path, provider_path, _ = workload.installs[0]
     assert garm_path is not None
     assert garm_path.name == "garm-linux-amd64.tgz"
@@ -444,6 +444,67 @@ def test_database_relation_configures_postgresql(
         "garm",
     )
     assert workload.backend == "postgresql"
+
+
+def test_postgresql_with_a_garm_that_lacks_it_is_blocked_and_keeps_sqlite(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: the pinned GARM v0.2.1 runs on SQLite; PostgreSQL is then related.
+
+    Act: relation-changed. Assert: Blocked naming the database and the fix; nothing rendered,
+    GARM untouched (still on SQLite), no GARM call.
+    """
+    workload.garm_version = "v0.2.1"
+    workload.installed = True
+    workload.running = True
+    workload.backend = "sqlite3"
+    secret = database_secret()
+    relation = database_relation(secret)
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        relations=[relation],
+        secrets=[*bootstrap_secrets(), secret],
+    )
+
+    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
+
+    assert out.unit_status == ops.BlockedStatus(
+        "database: GARM v0.2.1 has no PostgreSQL backend; attach a garm-binary built after "
+        "v0.2.1, or remove the database relation"
+    )
+    assert "apply" not in workload.calls
+    assert "stop" not in workload.calls
+    assert workload.running
+    assert workload.backend == "sqlite3"
+    assert garm.calls == []
+
+
+@pytest.mark.parametrize("version", ["v0.0.0-unknown", "v0.3.0"])
+def test_postgresql_runs_when_garm_has_it_or_cannot_tell(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    garm: FakeGarm,
+    resources: Resources,
+    config: Config,
+    version: str,
+):
+    """Arrange: a GARM build that has PostgreSQL, or an unstamped one. Act: relation-changed.
+
+    Assert: GARM configured on PostgreSQL (an unknown version is not refused).
+    """
+    workload.garm_version = version
+    secret = database_secret()
+    relation = database_relation(secret)
+    state = testing.State(
+        leader=True, resources=resources, config=config, relations=[relation], secrets=[secret]
+    )
+
+    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
+
+    assert out.unit_status == ops.ActiveStatus()
+    assert workload.applied[-1].postgres is not None
 
 
 def test_database_relation_created_requests_the_database(

@@ -13,6 +13,8 @@ class RecordingWorkload:
     """Records what the charm asked of the workload and answers like a healthy machine."""
 
     install_error: ResourceError | None = None
+    # A build past v0.2.1 by default: the pinned v0.2.1 has no PostgreSQL backend.
+    garm_version: str = "v0.2.1-96-gafda4e76"
     sqlite_state: bool = False
     backend: str = ""
     installed: bool = False
@@ -44,7 +46,7 @@ class RecordingWorkload:
 
     def version(self) -> str:
         """GARM's version."""
-        return "v0.2.1" if self.installed else ""
+        return self.garm_version if self.installed else ""
 
     def apply(self, config: GarmConfig) -> bool:
         """Record the config; restart only when what GARM runs with changed.
