@@ -29,7 +29,14 @@ from charm_state import (
 )
 from configurator_state import DesiredState, read_configurators
 from database import Database, DatabaseState, DatabaseStatus
-from garm_api import GarmApiError, GarmClient, GarmError, GarmNotInitialised, GarmUnreachable
+from garm_api import (
+    GarmApiError,
+    GarmClient,
+    GarmError,
+    GarmNotInitialised,
+    GarmServerError,
+    GarmUnreachable,
+)
 from garm_bootstrap import (
     BootstrapError,
     BootstrapSecrets,
@@ -216,11 +223,8 @@ class GarmCharm(ops.CharmBase):
                 client, desired, now=datetime.datetime.now(datetime.UTC), settings=settings
             )
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
-        except GarmUnreachable as error:
-            logger.warning("reconcile stopped: %s", error)
-            return ops.WaitingStatus("GARM stopped answering; retrying at the next hook")
-        except WorkloadError as error:
-            return ops.BlockedStatus(f"cannot run GARM: {error}")
+        except (GarmError, WorkloadError) as error:
+            return _interrupted(error)
         if outcome.blocked:
             return ops.BlockedStatus(outcome.blocked)
         if outcome.waiting and not desired.specs:
@@ -399,6 +403,20 @@ class GarmCharm(ops.CharmBase):
     @staticmethod
     def _local_url(config: CharmConfig) -> str:
         return f"http://127.0.0.1:{config.port}"
+
+
+def _interrupted(error: GarmError | WorkloadError) -> ops.StatusBase:
+    """The status of a reconcile that stopped half-way; the next hook takes it up again."""
+    logger.warning("reconcile stopped: %s", error)
+    if isinstance(error, GarmUnreachable):
+        return ops.WaitingStatus("GARM stopped answering; retrying at the next hook")
+    if isinstance(error, GarmServerError):
+        return ops.WaitingStatus(
+            f"GARM failed {error.operation} (HTTP {error.status}); retrying at the next hook"
+        )
+    if isinstance(error, WorkloadError):
+        return ops.BlockedStatus(f"cannot run GARM: {error}")
+    return ops.BlockedStatus(f"GARM refused {error}")
 
 
 def _database_unusable(database: DatabaseState, version: str) -> ops.StatusBase | None:

@@ -168,6 +168,27 @@ def test_second_hook_converges_without_writes(
     assert out.unit_status == ops.ActiveStatus()
 
 
+def test_refused_request_blocks_the_hook_does_not_fail(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` is served; then GARM answers 400 to the scale-set listing.
+
+    Act: update-status.
+    Assert: Blocked naming the refused call and GARM's answer; no write reached GARM.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    served = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, configurator(app_key)))
+    sim.fault("status", method="GET", path="/api/v1/scalesets", status=400)
+    writes = sim.write_count()
+
+    out = ctx.run(ctx.on.update_status(), served)
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert out.unit_status.message.startswith("GARM refused ")
+    assert "HTTP 400" in out.unit_status.message
+    assert sim.write_count() == writes
+
+
 def test_unpublished_relation_waits_and_removes_nothing(
     sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
 ):
@@ -403,16 +424,19 @@ def test_refused_scaleset_listing_never_removes_a_kept_provider(
     """Arrange: `small`'s relation removed while its runner ran a job; the job has ended.
 
     Act: update-status while GARM answers 500 to the scale-set listing.
-    Assert: the hook fails (Juju retries it) and the provider stays rendered.
+    Assert: Waiting naming the failed call (the hook succeeds; the next one retries) and the
+    provider stays rendered.
     """
     ctx = testing.Context(charm.GarmCharm)
     gone, job = configurator_removed_while_a_job_runs(ctx, sim, resources, app_key)
     sim.finish_job(job)
     sim.fault("status", method="GET", path="/api/v1/scalesets", status=500)
 
-    with pytest.raises(testing.errors.UncaughtCharmError):
-        ctx.run(ctx.on.update_status(), gone)
+    out = ctx.run(ctx.on.update_status(), gone)
 
+    assert isinstance(out.unit_status, ops.WaitingStatus)
+    assert "HTTP 500" in out.unit_status.message
+    assert out.unit_status.message.endswith("retrying at the next hook")
     assert workload.applied[-1].kept_providers == ("openstack-small",)
     assert workload.rendered_provider_names() == {"openstack-small"}
 
