@@ -47,6 +47,52 @@ def bootstrapped(garm: FakeGarm, scalesets_body: str | None = None) -> None:
         garm.scalesets_body = scalesets_body
 
 
+def on_postgresql(
+    resources: Resources,
+    config: Config,
+    *others: testing.RelationBase,
+    leader: bool = True,
+) -> tuple[testing.State, testing.Relation]:
+    """A unit whose GARM state is in PostgreSQL (bootstrap secrets exist), with other relations.
+
+    Returns:
+        The state and its database relation.
+    """
+    secret = database_secret()
+    relation = database_relation(secret)
+    state = testing.State(
+        leader=leader,
+        resources=resources,
+        config=config,
+        relations=[relation, *others],
+        secrets=[*bootstrap_secrets(), secret],
+    )
+    return state, relation
+
+
+def leader_with_cos_agent(
+    resources: Resources, config: Config, published: dict[str, str] | None = None
+) -> tuple[testing.State, testing.Relation]:
+    """A leader (bootstrap secrets exist) with grafana-agent related on cos-agent.
+
+    Args:
+        resources: the attached resources.
+        config: the charm config.
+        published: what this unit had already written into the relation.
+    """
+    relation = testing.Relation(
+        "cos-agent", remote_app_name="grafana-agent", local_unit_data=published or {}
+    )
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        secrets=bootstrap_secrets(),
+        relations=[relation],
+    )
+    return state, relation
+
+
 def secret_by_label(state: testing.State, label: str) -> testing.Secret:
     """The secret with this label in the output state."""
     (secret,) = [secret for secret in state.secrets if secret.label == label]
@@ -373,14 +419,7 @@ def test_non_leader_with_postgresql_is_a_standby(
 
     Assert: GARM stopped, Active standby, no GARM call.
     """
-    secret = database_secret()
-    state = testing.State(
-        leader=False,
-        resources=resources,
-        config=config,
-        relations=[database_relation(secret)],
-        secrets=[*bootstrap_secrets(), secret],
-    )
+    state, _ = on_postgresql(resources, config, leader=False)
 
     out = ctx.run(ctx.on.update_status(), state)
 
@@ -398,14 +437,7 @@ def test_leader_elected_takes_over_with_the_same_secrets(
     no new secret, no first-run (the shared database is initialised), Active.
     """
     garm.admin = ("admin", PASSWORD)
-    secret = database_secret()
-    state = testing.State(
-        leader=True,
-        resources=resources,
-        config=config,
-        relations=[database_relation(secret)],
-        secrets=[*bootstrap_secrets(), secret],
-    )
+    state, _ = on_postgresql(resources, config)
 
     out = ctx.run(ctx.on.leader_elected(), state)
 
@@ -458,15 +490,7 @@ def test_postgresql_with_a_garm_that_lacks_it_is_blocked_and_keeps_sqlite(
     workload.installed = True
     workload.running = True
     workload.backend = "sqlite3"
-    secret = database_secret()
-    relation = database_relation(secret)
-    state = testing.State(
-        leader=True,
-        resources=resources,
-        config=config,
-        relations=[relation],
-        secrets=[*bootstrap_secrets(), secret],
-    )
+    state, relation = on_postgresql(resources, config)
 
     out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
 
@@ -551,15 +575,7 @@ def test_switch_to_postgresql_with_sqlite_data_blocks(
     workload.backend = "sqlite3"
     workload.sqlite_state = True
     bootstrapped(garm, scalesets_body=recorded_body("21_6b_list_repo_scalesets"))
-    secret = database_secret()
-    relation = database_relation(secret)
-    state = testing.State(
-        leader=True,
-        resources=resources,
-        config=config,
-        relations=[relation],
-        secrets=[*bootstrap_secrets(), secret],
-    )
+    state, relation = on_postgresql(resources, config)
 
     out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
 
@@ -579,15 +595,7 @@ def test_switch_to_postgresql_without_data_proceeds(
     workload.backend = "sqlite3"
     workload.sqlite_state = True
     bootstrapped(garm)
-    secret = database_secret()
-    relation = database_relation(secret)
-    state = testing.State(
-        leader=True,
-        resources=resources,
-        config=config,
-        relations=[relation],
-        secrets=[*bootstrap_secrets(), secret],
-    )
+    state, relation = on_postgresql(resources, config)
 
     out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
 
@@ -604,15 +612,7 @@ def test_database_broken_with_postgresql_data_blocks(
     """
     workload.backend = "postgresql"
     bootstrapped(garm, scalesets_body=recorded_body("21_6b_list_repo_scalesets"))
-    secret = database_secret()
-    relation = database_relation(secret)
-    state = testing.State(
-        leader=True,
-        resources=resources,
-        config=config,
-        relations=[relation],
-        secrets=[*bootstrap_secrets(), secret],
-    )
+    state, relation = on_postgresql(resources, config)
 
     out = ctx.run(ctx.on.relation_broken(relation), state)
 
@@ -711,14 +711,7 @@ def test_leader_publishes_garms_scrape_job_on_cos_agent(
     GARM's reconcile ran as usual (Active).
     """
     bootstrapped(garm)
-    relation = testing.Relation("cos-agent", remote_app_name="grafana-agent")
-    state = testing.State(
-        leader=True,
-        resources=resources,
-        config=config,
-        secrets=bootstrap_secrets(),
-        relations=[relation],
-    )
+    state, relation = leader_with_cos_agent(resources, config)
 
     out = ctx.run(ctx.on.relation_joined(relation, remote_unit=0), state)
 
@@ -742,21 +735,9 @@ def test_port_change_moves_the_scrape_target(
     Act: config-changed. Assert: the scrape target follows the new port.
     """
     bootstrapped(garm)
-    relation = testing.Relation(
-        "cos-agent",
-        remote_app_name="grafana-agent",
-        local_unit_data={
-            "config": json.dumps(
-                {"metrics_scrape_jobs": [cos_agent.scrape_job(9997)], "log_slots": []}
-            )
-        },
-    )
-    state = testing.State(
-        leader=True,
-        resources=resources,
-        config=config,
-        secrets=bootstrap_secrets(),
-        relations=[relation],
+    earlier = {"metrics_scrape_jobs": [cos_agent.scrape_job(9997)], "log_slots": []}
+    state, relation = leader_with_cos_agent(
+        resources, config, published={"config": json.dumps(earlier)}
     )
 
     out = ctx.run(ctx.on.config_changed(), state)
@@ -814,14 +795,7 @@ def test_cos_agent_problem_does_not_break_the_reconcile(
     (sources.dashboards / "broken.json").write_text("{not json")
     monkeypatch.setattr(cos_agent, "SOURCES", sources)
     bootstrapped(garm)
-    relation = testing.Relation("cos-agent", remote_app_name="grafana-agent")
-    state = testing.State(
-        leader=True,
-        resources=resources,
-        config=config,
-        secrets=bootstrap_secrets(),
-        relations=[relation],
-    )
+    state, relation = leader_with_cos_agent(resources, config)
 
     out = ctx.run(ctx.on.relation_joined(relation, remote_unit=0), state)
 

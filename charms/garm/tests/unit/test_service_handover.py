@@ -6,12 +6,11 @@ import datetime
 
 import ops
 import pytest
-from conftest import database_relation, database_secret
 from garm_fake import FakeGarm
 from hypothesis import given
 from hypothesis import strategies as st
 from ops import testing
-from test_charm import PASSWORD, Config, Ctx, Resources, bootstrap_secrets
+from test_charm import PASSWORD, Config, Ctx, Resources, bootstrap_secrets, on_postgresql
 from workload_double import RecordingWorkload
 
 from service_handover import (
@@ -46,20 +45,6 @@ def peers(
     )
 
 
-def postgres_leader(
-    resources: Resources, config: Config, relation: testing.PeerRelation
-) -> testing.State:
-    """A leader whose GARM state is in PostgreSQL, with the given peer relation."""
-    secret = database_secret()
-    return testing.State(
-        leader=True,
-        resources=resources,
-        config=config,
-        relations=[database_relation(secret), relation],
-        secrets=[*bootstrap_secrets(), secret],
-    )
-
-
 @pytest.fixture
 def bootstrapped_garm(garm: FakeGarm) -> FakeGarm:
     """A GARM an earlier leader already bootstrapped on the shared database."""
@@ -85,7 +70,7 @@ def test_new_leader_waits_while_the_former_leader_runs_garm(
     """
     relation = peers(claim_data("garm/1", datetime.timedelta(hours=3)), {1: True})
 
-    out = ctx.run(ctx.on.leader_elected(), postgres_leader(resources, config, relation))
+    out = ctx.run(ctx.on.leader_elected(), on_postgresql(resources, config, relation)[0])
 
     assert out.unit_status == ops.WaitingStatus(
         "taking over GARM: waiting for garm/1 to stop it (at most 5 min)"
@@ -115,7 +100,7 @@ def test_new_leader_starts_garm_once_the_former_leader_stopped(
 
     out = ctx.run(
         ctx.on.relation_changed(relation, remote_unit=1),
-        postgres_leader(resources, config, relation),
+        on_postgresql(resources, config, relation)[0],
     )
 
     assert out.unit_status == ops.ActiveStatus()
@@ -139,7 +124,7 @@ def test_new_leader_starts_garm_after_the_deadline(
     """
     relation = peers(claim_data("garm/0", TAKEOVER_DEADLINE), {1: True})
 
-    out = ctx.run(ctx.on.update_status(), postgres_leader(resources, config, relation))
+    out = ctx.run(ctx.on.update_status(), on_postgresql(resources, config, relation)[0])
 
     assert out.unit_status == ops.ActiveStatus()
     assert "apply" in workload.calls
@@ -156,14 +141,7 @@ def test_former_leader_stops_garm_when_another_unit_claims_it(
     relation = peers(
         claim_data("garm/1", datetime.timedelta(seconds=5)), {1: False}, local_running=True
     )
-    secret = database_secret()
-    state = testing.State(
-        leader=False,
-        resources=resources,
-        config=config,
-        relations=[database_relation(secret), relation],
-        secrets=[*bootstrap_secrets(), secret],
-    )
+    state, _ = on_postgresql(resources, config, relation, leader=False)
 
     out = ctx.run(ctx.on.relation_changed(relation, remote_unit=1), state)
 
