@@ -1,0 +1,38 @@
+"""`tox -e demo` (scripts/demo.py) runs the label change end to end and says so."""
+
+import pathlib
+import subprocess
+import sys
+
+DEMO = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "demo.py"
+
+
+def test_demo_runs_the_label_change_to_the_end():
+    """Arrange: the demo script. Act: run it with this interpreter, as `tox -e demo` does.
+
+    Assert: it exits 0; it names the four phases and shows the changeover's statuses in order
+    (replacement first, hand-over, draining, deletion), ends with one line saying OK, and stays
+    short enough to read.
+    """
+    done = subprocess.run(
+        [sys.executable, str(DEMO)], capture_output=True, text=True, timeout=60, check=False
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    steps = [
+        "1. configurator 'small' publishes labels linux,x64",
+        "2. a runner picks up a job",
+        "3. operator: juju config small labels=linux,x64,large",
+        "'small' labels changing: starting new scale set",
+        "'small' labels changing: handing over",
+        "'small' labels changing: draining 1 runner",
+        "4. the job finishes",
+        "deleted",
+        "OK: label change done",
+    ]
+    positions = [out.find(step) for step in steps]
+    assert -1 not in positions, dict(zip(steps, positions, strict=True))
+    assert positions == sorted(positions)
+    assert out.rstrip().splitlines()[-1].startswith("OK: ")
+    assert len(out.splitlines()) < 60
