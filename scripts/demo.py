@@ -33,13 +33,11 @@ sys.path[:0] = [
     str(ROOT / "tests"),
 ]
 
-from cryptography.hazmat.primitives import serialization  # noqa: E402
-from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: E402
+from configurator_publication import pkcs1_app_key, published_databag  # noqa: E402
 from ops import testing  # noqa: E402
 from workload_double import RecordingWorkload  # noqa: E402
 
 import charm  # noqa: E402
-from charms.garm_configurator.v0 import garm_configurator as interface  # noqa: E402
 from garm_api import GarmClient  # noqa: E402
 from garm_sim import GarmSim, SimClock  # noqa: E402
 
@@ -207,7 +205,7 @@ def charm_machine(sim: GarmSim) -> Iterator[testing.State]:
         mock.patch.object(charm, "datetime", sim_datetime_module(sim.clock)),
     ):
         password = testing.Secret(tracked_content={"password": "demo-openstack-password"})
-        key = testing.Secret(tracked_content={"private-key": app_key()})
+        key = testing.Secret(tracked_content={"private-key": pkcs1_app_key()})
         state = testing.State(leader=True, secrets={password, key})
         relation = testing.Relation(
             "garm-configurator",
@@ -228,42 +226,7 @@ def databag(labels: tuple[str, ...], state: testing.State) -> dict[str, str]:
         next(s for s in state.secrets if field in s.tracked_content)
         for field in ("password", "private-key")
     )
-    data = interface.GarmConfiguratorData.model_validate(
-        {
-            "scaleset": {
-                "name": "small",
-                "labels": labels,
-                "flavor": "m1.small",
-                "image": "ubuntu-24.04",
-                "os_arch": "amd64",
-                "min_idle_runners": 1,
-                "max_runners": 4,
-                "runner_group": "Default",
-                "entity": {"kind": "org", "owner": "acme"},
-            },
-            "openstack": {
-                "auth_url": "https://keystone.example.com:5000/v3",
-                "username": "runners",
-                "password_secret_id": password.id,
-                "project_name": "ci",
-                "user_domain_name": "Default",
-                "project_domain_name": "Default",
-                "network": "runners-net",
-            },
-            "github_app": {"app_id": 123, "installation_id": 456, "private_key_secret_id": key.id},
-        }
-    )
-    return data.to_databag()
-
-
-def app_key() -> str:
-    """A PKCS#1 key, as GitHub issues App keys."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    ).decode()
+    return published_databag(labels, password_secret_id=password.id, private_key_secret_id=key.id)
 
 
 def resources(directory: pathlib.Path) -> frozenset[testing.Resource]:

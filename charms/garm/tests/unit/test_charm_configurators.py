@@ -14,13 +14,11 @@ from typing import Any
 
 import ops
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from configurator_publication import pkcs1_app_key, published_databag
 from ops import testing
 from workload_double import RecordingWorkload
 
 import charm
-from charms.garm_configurator.v0 import garm_configurator as interface
 from garm_api import GarmClient
 from garm_sim import GarmSim
 
@@ -30,12 +28,7 @@ OPENSTACK_PASSWORD = "openstack-Pa55word-of-the-cloud"
 @pytest.fixture(scope="module")
 def app_key() -> str:
     """A PKCS#1 key, as GitHub issues App keys."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    ).decode()
+    return pkcs1_app_key()
 
 
 @pytest.fixture
@@ -63,37 +56,12 @@ def configurator(
         testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD}),
         testing.Secret(tracked_content={"private-key": app_key}),
     )
-    data = interface.GarmConfiguratorData.model_validate(
-        {
-            "scaleset": {
-                "name": "small",
-                "labels": labels,
-                "flavor": "m1.small",
-                "image": "ubuntu-24.04",
-                "os_arch": "amd64",
-                "min_idle_runners": 1,
-                "max_runners": 4,
-                "runner_group": "Default",
-                "entity": {"kind": "org", "owner": "acme"},
-            },
-            "openstack": {
-                "auth_url": "https://keystone.example.com:5000/v3",
-                "username": "runners",
-                "password_secret_id": password.id,
-                "project_name": "ci",
-                "user_domain_name": "Default",
-                "project_domain_name": "Default",
-                "network": "runners-net",
-            },
-            "github_app": {
-                "app_id": 123,
-                "installation_id": 456,
-                "private_key_secret_id": key.id,
-            },
-        }
-    )
     relation = testing.Relation(
-        "garm-configurator", remote_app_name="small", remote_app_data=data.to_databag()
+        "garm-configurator",
+        remote_app_name="small",
+        remote_app_data=published_databag(
+            labels, password_secret_id=password.id, private_key_secret_id=key.id
+        ),
     )
     return Configurator(relation, [password, key])
 
