@@ -196,7 +196,7 @@ class GarmCharm(ops.CharmBase):
         if handover is not None:
             return handover
         desired = read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION])
-        garm_config = self._garm_config(config, creds, database, proxy, desired)
+        garm_config = self._garm_config(config, creds, database, proxy, desired, version)
         try:
             self._workload.apply(garm_config)
         except WorkloadError as error:
@@ -252,6 +252,7 @@ class GarmCharm(ops.CharmBase):
         database: DatabaseState,
         proxy: ProxyConfig,
         desired: DesiredState,
+        version: str,
     ) -> GarmConfig:
         return GarmConfig(
             jwt_secret=creds.jwt_secret,
@@ -268,6 +269,7 @@ class GarmCharm(ops.CharmBase):
                 self._workload.rendered_provider_names(),
                 in_use=None,
             ),
+            garm_version=version,
         )
 
     def _backend_problem(

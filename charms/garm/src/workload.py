@@ -23,6 +23,7 @@ import platform
 import re
 import subprocess
 import tarfile
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -54,8 +55,10 @@ COMMAND_TIMEOUT_SECONDS: Final = 300
 VERSION_TIMEOUT_SECONDS: Final = 10
 # The exit status `timeout(1)` uses, for a command that was killed at its deadline.
 TIMED_OUT: Final = 124
-# The last GARM release without the PostgreSQL backend (REFERENCE §10).
+# The last GARM release without the PostgreSQL backend and the [proxy] config section.
 LAST_RELEASE_WITHOUT_POSTGRESQL: Final = (0, 2, 1)
+# Never sent through a proxy, whatever the model says: GARM's own API, on this machine.
+LOOPBACK_NO_PROXY: Final = ("127.0.0.1", "localhost", "::1")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,6 +198,8 @@ class GarmConfig:
     # Providers no configurator asks for any more that GARM still needs (its scale sets on them
     # are draining): their files stay on disk as last rendered, their [[provider]] stays.
     kept_providers: tuple[str, ...] = ()
+    # What `garm --version` printed: decides whether config.toml may carry a [proxy] section.
+    garm_version: str = ""
 
     @property
     def kept_only(self) -> tuple[str, ...]:
@@ -276,6 +281,11 @@ class Paths:
     def config(self) -> Path:
         """GARM's config.toml."""
         return self.etc / "config.toml"
+
+    @property
+    def environment(self) -> Path:
+        """The service's environment (the model's proxy), read by systemd as root."""
+        return self.etc / "garm.env"
 
     @property
     def data(self) -> Path:
@@ -500,6 +510,7 @@ class Workload:
         """Every file the service reads: path -> (content, mode, owned by the garm user)."""
         files: dict[Path, RenderedFile] = {
             self.paths.config: (render_config(config, self.paths).encode(), 0o600, True),
+            self.paths.environment: (render_environment(config).encode(), 0o600, False),
             self.paths.unit_file: (render_unit(self.paths).encode(), 0o644, False),
         }
         for provider in config.providers:
@@ -674,14 +685,33 @@ def parse_garm_version(output: str) -> str:
 def garm_version_supports_postgresql(version: str) -> bool | None:
     """Whether a GARM of this version has the PostgreSQL backend; None when it cannot tell.
 
-    PostgreSQL came after v0.2.1 (REFERENCE §10). A release after v0.2.1 has it; v0.2.1, its
-    pre-releases and anything older do not; a `git describe` build past v0.2.1 (e.g.
-    "v0.2.1-96-gafda4e76") is taken to have it, which holds for GARM's main branch but not for
-    the first commits after the tag. An unstamped build ("v0.0.0-unknown") or an unreadable
-    string gives None.
+    PostgreSQL came after v0.2.1 (docs/reference/garm-behaviour.md); see
+    `garm_built_after_v0_2_1` for how a version string is read.
 
     Args:
         version: what `Workload.version()` returned.
+    """
+    return garm_built_after_v0_2_1(version)
+
+
+def garm_version_has_proxy_section(version: str) -> bool | None:
+    """Whether a GARM of this version reads a [proxy] section; None when it cannot tell.
+
+    v0.2.1 has none and reaches a proxy only through its environment; the section came after.
+
+    Args:
+        version: what `Workload.version()` returned.
+    """
+    return garm_built_after_v0_2_1(version)
+
+
+def garm_built_after_v0_2_1(version: str) -> bool | None:
+    """Whether a GARM of this version is newer than the v0.2.1 release; None when unknown.
+
+    A release after v0.2.1 is; v0.2.1, its pre-releases and anything older are not; a
+    `git describe` build past v0.2.1 (e.g. "v0.2.1-96-gafda4e76") is taken to be, which holds
+    for GARM's main branch but not for the first commits after the tag. An unstamped build
+    ("v0.0.0-unknown") or an unreadable string gives None.
     """
     text = version.strip().removesuffix("-dirty")
     ahead = 0
@@ -712,16 +742,8 @@ def render_config(config: GarmConfig, paths: Paths) -> str:
         "database": _database_section(config, paths),
         "provider": [_provider_section(name, paths) for name in config.provider_names],
     }
-    proxy = {
-        key: value
-        for key, value in (
-            ("http_proxy", config.proxy.http_proxy),
-            ("https_proxy", config.proxy.https_proxy),
-            ("no_proxy", config.proxy.no_proxy),
-        )
-        if value
-    }
-    if proxy:
+    proxy = {key.lower(): value for key, value in service_proxy(config).items()}
+    if proxy and garm_version_has_proxy_section(config.garm_version) is not False:
         document["proxy"] = proxy
     if not document["provider"]:
         del document["provider"]
@@ -798,6 +820,51 @@ def render_clouds_yaml(provider: OpenStackProvider) -> str:
     return "\n".join(lines) + "\n"
 
 
+def service_proxy(config: GarmConfig) -> dict[str, str]:
+    """The proxy variables GARM runs with; empty when the model has no proxy.
+
+    NO_PROXY always covers loopback and the hosts of the OpenStack auth URLs: Keystone sits on
+    the cloud's own network, and the provider inherits these variables from GARM.
+    """
+    proxy = config.proxy
+    if not proxy.http_proxy and not proxy.https_proxy:
+        return {}
+    no_proxy = [host.strip() for host in proxy.no_proxy.split(",") if host.strip()]
+    no_proxy += LOOPBACK_NO_PROXY
+    no_proxy += [_url_host(provider.auth_url) for provider in config.providers]
+    variables = {
+        "HTTP_PROXY": proxy.http_proxy,
+        "HTTPS_PROXY": proxy.https_proxy,
+        "NO_PROXY": ",".join(dict.fromkeys(host for host in no_proxy if host)),
+    }
+    return {name: value for name, value in variables.items() if value}
+
+
+def render_environment(config: GarmConfig) -> str:
+    """The service's EnvironmentFile: the model's proxy in both spellings programs read.
+
+    GARM v0.2.1 reaches a proxy only through its environment; a file (0600, read by systemd as
+    root) keeps a proxy password out of the world-readable unit and `systemctl show`.
+
+    Raises:
+        WorkloadError: a value holds a control character, which could smuggle in a variable.
+    """
+    lines = ["# Managed by the garm charm: the model's proxy settings."]
+    for name, value in service_proxy(config).items():
+        if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+            raise WorkloadError(f"the model's {name} setting holds a control character")
+        quoted = value.replace("\\", "\\\\").replace('"', '\\"')
+        lines += [f'{name}="{quoted}"', f'{name.lower()}="{quoted}"']
+    return "\n".join(lines) + "\n"
+
+
+def _url_host(url: str) -> str:
+    try:
+        return urllib.parse.urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+
+
 def render_unit(paths: Paths) -> str:
     """The hardened systemd unit."""
     return f"""\
@@ -810,6 +877,7 @@ After=network-online.target
 Type=simple
 User={SYSTEM_USER}
 Group={SYSTEM_USER}
+EnvironmentFile={paths.environment}
 ExecStart={paths.garm_binary} --config {paths.config}
 ExecReload=/bin/kill -HUP $MAINPID
 Restart=on-failure

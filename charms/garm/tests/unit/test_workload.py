@@ -28,6 +28,7 @@ from workload import (
     Release,
     ResourceError,
     Workload,
+    WorkloadError,
 )
 
 JWT_SECRET = "jwt-" + "Zq8#vT2m" * 6
@@ -290,7 +291,12 @@ def test_rendered_config_has_every_key_garm_requires(installed: Workload):
 
     Assert: config.toml parses and carries what GARM validates at start (REFERENCE §1.3).
     """
-    installed.apply(config(proxy=ProxyConfig("http://p:3128", "http://p:3128", "10.0.0.0/8")))
+    installed.apply(
+        config(
+            proxy=ProxyConfig("http://p:3128", "http://p:3128", "10.0.0.0/8"),
+            garm_version="v0.2.1-96-gafda4e76",
+        )
+    )
 
     document = tomllib.loads(installed.paths.config.read_text())
 
@@ -307,7 +313,7 @@ def test_rendered_config_has_every_key_garm_requires(installed: Workload):
     assert document["proxy"] == {
         "http_proxy": "http://p:3128",
         "https_proxy": "http://p:3128",
-        "no_proxy": "10.0.0.0/8",
+        "no_proxy": "10.0.0.0/8,127.0.0.1,localhost,::1,keystone.example",
     }
     (section,) = document["provider"]
     assert section["name"] == "openstack-small"
@@ -318,6 +324,56 @@ def test_rendered_config_has_every_key_garm_requires(installed: Workload):
     assert Path(external["provider_executable"]).is_file()
     assert Path(external["config_file"]).is_file()
     assert {"HTTP_PROXY", "https_proxy", "NO_PROXY"} <= set(external["environment_variables"])
+
+
+def test_proxy_reaches_garm_through_its_environment(installed: Workload):
+    """Arrange: a model proxy. Act: apply for v0.2.1.
+
+    Assert: the unit reads a 0600 environment file carrying the proxy in both spellings, with
+    loopback and Keystone exempt; config.toml has no [proxy] section, which v0.2.1 cannot read.
+    """
+    proxy = ProxyConfig("http://p:3128", "http://user:pw@p:3128", "10.0.0.0/8")
+
+    installed.apply(config(proxy=proxy, garm_version="v0.2.1"))
+
+    environment = installed.paths.environment
+    assert f"EnvironmentFile={environment}" in installed.paths.unit_file.read_text()
+    assert "pw@" not in installed.paths.unit_file.read_text()
+    assert environment.stat().st_mode & 0o777 == 0o600
+    variables = dict(
+        line.split("=", 1) for line in environment.read_text().splitlines() if "=" in line
+    )
+    no_proxy = '"10.0.0.0/8,127.0.0.1,localhost,::1,keystone.example"'
+    assert variables == {
+        "HTTP_PROXY": '"http://p:3128"',
+        "http_proxy": '"http://p:3128"',
+        "HTTPS_PROXY": '"http://user:pw@p:3128"',
+        "https_proxy": '"http://user:pw@p:3128"',
+        "NO_PROXY": no_proxy,
+        "no_proxy": no_proxy,
+    }
+    assert "proxy" not in tomllib.loads(installed.paths.config.read_text())
+
+
+def test_no_proxy_leaves_the_environment_empty(installed: Workload):
+    """Arrange: no model proxy. Act: apply. Assert: the environment file sets nothing."""
+    installed.apply(config(garm_version="v0.2.1-96-gafda4e76"))
+
+    lines = installed.paths.environment.read_text().splitlines()
+
+    assert [line for line in lines if not line.startswith("#")] == []
+    assert "proxy" not in tomllib.loads(installed.paths.config.read_text())
+
+
+def test_a_control_character_in_the_proxy_is_refused(installed: Workload, systemctl: FakeSystemctl):
+    """Arrange: a proxy value with a newline (it could add a variable). Act: apply.
+
+    Assert: a WorkloadError naming the setting; GARM is not started.
+    """
+    with pytest.raises(WorkloadError, match="HTTPS_PROXY"):
+        installed.apply(config(proxy=ProxyConfig(https_proxy="http://p:3128\nLD_PRELOAD=x")))
+
+    assert systemctl.restarts() == 0
 
 
 def test_rendered_postgresql_section(installed: Workload):
@@ -837,11 +893,12 @@ def test_parse_garm_version(output: str, expected: str):
     ],
 )
 def test_garm_version_supports_postgresql(version: str, supported: bool | None):
-    """Arrange: a version as `garm --version` prints it. Act: ask about PostgreSQL.
+    """Arrange: a version as `garm --version` prints it. Act: ask about PostgreSQL and [proxy].
 
     Assert: only builds past v0.2.1 have it; unknown builds give None.
     """
     assert workload.garm_version_supports_postgresql(version) is supported
+    assert workload.garm_version_has_proxy_section(version) is supported
 
 
 def test_proxy_from_juju_environment():
