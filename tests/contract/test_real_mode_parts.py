@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import tomllib
 import urllib.error
 import urllib.request
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from contract.real_garm import PROVIDER_SOURCE, RealGarm
 from fake_github import FakeGitHub, FakeGitHubConfig
@@ -31,12 +34,17 @@ def github() -> Iterator[FakeGitHub]:
 
 
 def gh(
-    fake: FakeGitHub, method: str, path: str, body: Any = None, token: str = PAT
+    fake: FakeGitHub,
+    method: str,
+    path: str,
+    body: Any = None,
+    token: str = PAT,
+    scheme: str = "Bearer",
 ) -> tuple[int, Any]:
     """Call the fake GitHub; return status and decoded body."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(fake.url + path, data=data, method=method)  # noqa: S310
-    request.add_header("Authorization", f"Bearer {token}")
+    request.add_header("Authorization", f"{scheme} {token}")
     try:
         with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310
             raw = response.read()
@@ -91,6 +99,58 @@ def test_scale_set_create_duplicate_limit_and_delete(github: FakeGitHub):
     assert (duplicate[0], too_long[0]) == (409, 400)
     assert found[1]["count"] == 1
     assert deleted[0] == 204
+
+
+def app_jwt(app_id: int) -> str:
+    """Return an RS256 App JWT like GARM's App transport signs (`iss` = the app id)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    def part(data: dict[str, Any]) -> bytes:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=")
+
+    now = int(time.time())
+    claims = {"iat": now - 60, "exp": now + 540, "iss": str(app_id)}
+    signing_input = part({"alg": "RS256", "typ": "JWT"}) + b"." + part(claims)
+    signature = key.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
+    return (signing_input + b"." + base64.urlsafe_b64encode(signature).rstrip(b"=")).decode()
+
+
+def test_app_installation_token_opens_the_rest_api():
+    """Arrange: a fake GitHub for App 11. Act: exchange a JWT, call REST with the token.
+
+    Assert: 201 with token and expires_at; `token <installation token>` authorises REST calls; a
+    JWT of another app is refused; every token the fake issued or received is listed.
+    """
+    with FakeGitHub(config=FakeGitHubConfig(app_id=11)) as github:
+        signed = app_jwt(11)
+        path = "/api/v3/app/installations/22/access_tokens"
+        status, issued = gh(github, "POST", path, {}, token=signed)
+        other_app = gh(github, "POST", path, {}, token=app_jwt(12))
+        with_token = gh(github, "GET", "/api/v3/rate_limit", token=issued["token"], scheme="token")
+        _, registration = gh(
+            github,
+            "POST",
+            "/api/v3/repos/o/r/actions/runners/registration-token",
+            token=issued["token"],
+            scheme="token",
+        )
+
+        assert (status, sorted(issued)) == (201, ["expires_at", "token"])
+        assert other_app[0] == 401
+        assert with_token[0] == 200
+        assert set(github.issued_tokens()) >= {PAT, signed, issued["token"], registration["token"]}
+
+
+def test_garm_agent_releases_index_is_served(github: FakeGitHub):
+    """Arrange: the fake GitHub. Act: GET its releases URL without credentials.
+
+    Assert: a non-empty list whose entries have `tag_name` (what GARM validates) and no assets.
+    """
+    request = urllib.request.Request(github.releases_url)  # noqa: S310 - loopback http
+    with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310 - loopback http
+        releases = json.loads(response.read())
+
+    assert [(r["tag_name"], r["assets"]) for r in releases] == [("v0.0.0-fake", [])]
 
 
 def test_sessions_jit_agents_and_messages(github: FakeGitHub):

@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import re
+import secrets
 import threading
 import time
 import uuid
@@ -31,6 +32,7 @@ class FakeGitHubConfig:
         delete_status: the answer to a scale-set DELETE (GARM only accepts 204).
         runner_groups: runner groups of organizations (`Default` has id 1).
         longpoll_seconds: how long an empty message-queue poll is held before 202.
+        app_id: when set, a GitHub App JWT must carry this `iss` to get an installation token.
     """
 
     token: str = "fake-pat-token"
@@ -38,6 +40,7 @@ class FakeGitHubConfig:
     delete_status: int = 204
     runner_groups: dict[str, int] = field(default_factory=lambda: {"Default": 1})
     longpoll_seconds: float = 2.0
+    app_id: int | None = None
 
 
 @dataclass
@@ -71,6 +74,9 @@ class FakeGitHub:
         self.runners: dict[int, dict[str, Any]] = {}
         self.assigned_jobs: dict[int, int] = {}
         self.calls: list[tuple[str, str, int]] = []
+        self.installation_tokens: dict[str, int] = {}
+        self.app_jwts: list[str] = []
+        self._issued: list[str] = []
         self.lock = threading.RLock()
         self._stopping = threading.Event()
         self._next_id = 1
@@ -80,6 +86,11 @@ class FakeGitHub:
     def url(self) -> str:
         """Return the base URL (`base_url` of the GARM endpoint)."""
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def releases_url(self) -> str:
+        """Return a garm-agent releases index (GARM's `garm_agent_releases_url`)."""
+        return f"{self.url}{RELEASES}"
 
     def __enter__(self) -> FakeGitHub:
         """Start serving."""
@@ -125,8 +136,39 @@ class FakeGitHub:
             return self._next_id - 1
 
     def authorised(self, header: str) -> bool:
-        """Return whether a REST call carries the PAT."""
-        return header.split(" ", 1)[-1] == self.config.token
+        """Return whether a REST call carries the PAT or an installation token we issued.
+
+        GARM sends `Bearer <PAT>` for PAT credentials and `token <installation token>` for
+        GitHub App credentials; either scheme is accepted with either token.
+        """
+        token = header.split(" ", 1)[-1]
+        with self.lock:
+            return token == self.config.token or token in self.installation_tokens
+
+    def issue_jwt(self, claims: dict[str, Any] | None = None) -> str:
+        """Return a new JWT (see `jwt`) and remember it as issued."""
+        token = jwt(claims)
+        with self.lock:
+            self._issued.append(token)
+        return token
+
+    def issue_installation_token(self, installation_id: int) -> str:
+        """Return a new installation access token for `installation_id` and remember it."""
+        token = f"ghs_{secrets.token_urlsafe(27)}"
+        with self.lock:
+            self.installation_tokens[token] = installation_id
+            self._issued.append(token)
+        return token
+
+    def issued_tokens(self) -> list[str]:
+        """Return every secret GARM got from or sent to this fake, oldest first.
+
+        That is the PAT, the installation tokens, registration and runner-registration tokens,
+        message-queue tokens and the App JWTs GARM signed with its private key: a test can
+        search GARM's output for each of them.
+        """
+        with self.lock:
+            return [self.config.token, *self._issued, *self.app_jwts]
 
     def hold_poll(self) -> None:
         """Hold an empty long poll (bounded; ends early when stopping)."""
@@ -181,7 +223,7 @@ def registration_token(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
     """G3: a registration token (a JWT with exp)."""
-    return Answer(201, {"token": jwt(), "expires_at": _expires()})
+    return Answer(201, {"token": gh.issue_jwt(), "expires_at": _expires()})
 
 
 def runner_groups(
@@ -203,7 +245,64 @@ def runner_registration(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
     """R2: the Actions-service URL and its token."""
-    return Answer(200, {"url": f"{gh.url}{PIPELINE}/", "token": jwt()})
+    return Answer(200, {"url": f"{gh.url}{PIPELINE}/", "token": gh.issue_jwt()})
+
+
+def installation_token(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """G6: an installation access token for a GitHub App, given the App's RS256 JWT.
+
+    GARM's App transport signs a JWT (`iss` = app id) with the credentials' private key and
+    sends it as `Bearer`; it then calls the REST API with `token <installation token>`.
+    """
+    app_jwt = params.get("authorization", "").removeprefix("Bearer ")
+    claims = _claims(app_jwt, "RS256")
+    if claims is None or (
+        gh.config.app_id is not None and str(claims.get("iss")) != str(gh.config.app_id)
+    ):
+        return Answer(401, {"message": "A JSON web token could not be decoded"})
+    with gh.lock:
+        gh.app_jwts.append(app_jwt)
+    token = gh.issue_installation_token(int(params["installation"]))
+    return Answer(201, {"token": token, "expires_at": _expires()})
+
+
+def garm_agent_releases(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """GARM's garm-agent releases index: one release without assets (nothing to download).
+
+    GARM validates the URL synchronously on `PUT /controller` (a non-empty list whose entries
+    have `tag_name`) and its cache worker reads it in the background.
+    """
+    release = {
+        "tag_name": "v0.0.0-fake",
+        "name": "fake garm-agent",
+        "tarball_url": f"{gh.url}/_downloads/garm-agent.tar.gz",
+        "assets": [],
+        "prerelease": False,
+        "body": "",
+    }
+    return Answer(200, [release])
+
+
+def _claims(token: str, alg: str) -> dict[str, Any] | None:
+    """Return the claims of a three-part JWT signed with `alg` (unverified), else None."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        header, claims = (
+            json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+            for part in parts[:2]
+        )
+    except ValueError:
+        return None
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        return None
+    header_dict = cast("dict[str, Any]", header)
+    return cast("dict[str, Any]", claims) if header_dict.get("alg") == alg else None
 
 
 # -- Actions service ---------------------------------------------------------------------------
@@ -402,7 +501,7 @@ def _session(gh: FakeGitHub, scale_set_id: int, session_id: str) -> dict[str, An
             "name": gh.scale_sets.get(scale_set_id, {}).get("name", ""),
         },
         "messageQueueUrl": f"{gh.url}/msgq/{scale_set_id}",
-        "messageQueueAccessToken": jwt(),
+        "messageQueueAccessToken": gh.issue_jwt(),
         "statistics": {"totalAssignedJobs": 0},
     }
 
@@ -412,6 +511,8 @@ def _agent(runner: dict[str, Any]) -> dict[str, Any]:
 
 
 _API = r"/api/v3"
+_APP_TOKENS = _API + r"/app/installations/(?P<installation>\d+)/access_tokens"
+RELEASES = "/repos/cloudbase/garm-agent/releases"
 _ENTITY = r"/(?:repos/[^/]+/[^/]+|orgs/[^/]+|enterprises/[^/]+)"
 _SETS = PIPELINE + r"/_apis/runtime/runnerscalesets"
 _AGENTS = PIPELINE + r"/_apis/distributedtask/pools/0/agents"
@@ -420,6 +521,8 @@ ROUTES: list[Route] = [
     (m, re.compile(f"^{p}/?$"), h)
     for m, p, h in (
         ("GET", _API + r"/rate_limit", rate_limit),
+        ("POST", _APP_TOKENS, installation_token),
+        ("GET", RELEASES, garm_agent_releases),
         ("GET", _API + _ENTITY + r"/actions/runners/downloads", downloads),
         ("POST", _API + _ENTITY + r"/actions/runners/registration-token", registration_token),
         ("GET", _API + _ENTITY + r"/actions/runner-groups", runner_groups),
@@ -442,6 +545,9 @@ ROUTES: list[Route] = [
         ("DELETE", r"/msgq/(?P<id>\d+)/(?P<message>\d+)", ack_message),
     )
 ]
+
+
+_APP_TOKENS_PATH = re.compile(f"^{_APP_TOKENS}/?$")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -477,12 +583,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _answer(self, method: str, path: str, raw: bytes, query: dict[str, list[str]]) -> Answer:
-        is_rest = path.startswith(_API)
-        if is_rest and not self.github.authorised(self.headers.get("Authorization", "")):
+        authorization = self.headers.get("Authorization", "")
+        # The App token exchange authenticates with the App's JWT, not with a token we issued.
+        is_rest = path.startswith(_API) and not _APP_TOKENS_PATH.match(path)
+        if is_rest and not self.github.authorised(authorization):
             return Answer(401, {"message": "Bad credentials"})
         body = json.loads(raw.decode("utf-8-sig")) if raw.strip() else {}
         for route_method, pattern, handler in ROUTES:
             found = pattern.match(path)
             if found and route_method == method:
-                return handler(self.github, found.groupdict(), body, query)
+                params = found.groupdict() | {"authorization": authorization}
+                return handler(self.github, params, body, query)
         return Answer(404, {"message": "Not Found"})
