@@ -508,9 +508,10 @@ class Workload:
 
     def render_files(self, config: GarmConfig) -> dict[Path, RenderedFile]:
         """Every file the service reads: path -> (content, mode, owned by the garm user)."""
+        proxy = service_proxy(config.proxy, self._auth_hosts(config))
         files: dict[Path, RenderedFile] = {
-            self.paths.config: (render_config(config, self.paths).encode(), 0o600, True),
-            self.paths.environment: (render_environment(config).encode(), 0o600, False),
+            self.paths.config: (render_config(config, self.paths, proxy).encode(), 0o600, True),
+            self.paths.environment: (render_environment(proxy).encode(), 0o600, False),
             self.paths.unit_file: (render_unit(self.paths).encode(), 0o644, False),
         }
         for provider in config.providers:
@@ -537,6 +538,17 @@ class Workload:
             for directory in base.iterdir()
             if self.paths.provider_config(directory.name).is_file()
         )
+
+    def _auth_hosts(self, config: GarmConfig) -> list[str]:
+        """The OpenStack auth URLs' hosts of every provider GARM runs, kept ones included.
+
+        A kept provider's host is read back from its clouds.yaml, so NO_PROXY (and with it the
+        service) stays the same when a provider goes from rendered to kept.
+        """
+        hosts = [_url_host(provider.auth_url) for provider in config.providers]
+        for name in config.kept_only:
+            hosts.append(_url_host(_clouds_auth_url(self.paths.provider_clouds(name), name)))
+        return hosts
 
     def _kept_provider_files(self, config: GarmConfig) -> dict[Path, RenderedFile]:
         """Each kept provider's files as they are on disk.
@@ -731,8 +743,8 @@ def garm_built_after_v0_2_1(version: str) -> bool | None:
 # Rendering ----------------------------------------------------------------------------------
 
 
-def render_config(config: GarmConfig, paths: Paths) -> str:
-    """GARM's config.toml (REFERENCE §1.3)."""
+def render_config(config: GarmConfig, paths: Paths, proxy: Mapping[str, str]) -> str:
+    """GARM's config.toml, with `proxy` (see `service_proxy`) where the GARM reads [proxy]."""
     document: dict[str, Any] = {
         "logging": {"log_level": config.log_level, "log_format": "text"},
         "metrics": {"enable": True, "disable_auth": True},
@@ -742,9 +754,8 @@ def render_config(config: GarmConfig, paths: Paths) -> str:
         "database": _database_section(config, paths),
         "provider": [_provider_section(name, paths) for name in config.provider_names],
     }
-    proxy = {key.lower(): value for key, value in service_proxy(config).items()}
     if proxy and garm_version_has_proxy_section(config.garm_version) is not False:
-        document["proxy"] = proxy
+        document["proxy"] = {key.lower(): value for key, value in proxy.items()}
     if not document["provider"]:
         del document["provider"]
     return tomli_w.dumps(document)
@@ -820,18 +831,16 @@ def render_clouds_yaml(provider: OpenStackProvider) -> str:
     return "\n".join(lines) + "\n"
 
 
-def service_proxy(config: GarmConfig) -> dict[str, str]:
+def service_proxy(proxy: ProxyConfig, auth_hosts: Sequence[str]) -> dict[str, str]:
     """The proxy variables GARM runs with; empty when the model has no proxy.
 
-    NO_PROXY always covers loopback and the hosts of the OpenStack auth URLs: Keystone sits on
-    the cloud's own network, and the provider inherits these variables from GARM.
+    NO_PROXY always covers loopback and `auth_hosts` (the OpenStack auth URLs' hosts):
+    Keystone sits on the cloud's own network, and the provider inherits these variables.
     """
-    proxy = config.proxy
     if not proxy.http_proxy and not proxy.https_proxy:
         return {}
     no_proxy = [host.strip() for host in proxy.no_proxy.split(",") if host.strip()]
-    no_proxy += LOOPBACK_NO_PROXY
-    no_proxy += [_url_host(provider.auth_url) for provider in config.providers]
+    no_proxy += [*LOOPBACK_NO_PROXY, *auth_hosts]
     variables = {
         "HTTP_PROXY": proxy.http_proxy,
         "HTTPS_PROXY": proxy.https_proxy,
@@ -840,7 +849,7 @@ def service_proxy(config: GarmConfig) -> dict[str, str]:
     return {name: value for name, value in variables.items() if value}
 
 
-def render_environment(config: GarmConfig) -> str:
+def render_environment(proxy: Mapping[str, str]) -> str:
     """The service's EnvironmentFile: the model's proxy in both spellings programs read.
 
     GARM v0.2.1 reaches a proxy only through its environment; a file (0600, read by systemd as
@@ -850,12 +859,23 @@ def render_environment(config: GarmConfig) -> str:
         WorkloadError: a value holds a control character, which could smuggle in a variable.
     """
     lines = ["# Managed by the garm charm: the model's proxy settings."]
-    for name, value in service_proxy(config).items():
+    for name, value in proxy.items():
         if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
             raise WorkloadError(f"the model's {name} setting holds a control character")
         quoted = value.replace("\\", "\\\\").replace('"', '\\"')
         lines += [f'{name}="{quoted}"', f'{name.lower()}="{quoted}"']
     return "\n".join(lines) + "\n"
+
+
+def _clouds_auth_url(path: Path, cloud: str) -> str:
+    """The auth URL in a clouds.yaml the charm rendered; empty when unreadable."""
+    import yaml  # noqa: PLC0415 - only when a provider is kept, not in every hook
+
+    try:
+        document: Any = yaml.safe_load(path.read_text())
+        return str(document["clouds"][cloud]["auth"]["auth_url"])
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return ""
 
 
 def _url_host(url: str) -> str:

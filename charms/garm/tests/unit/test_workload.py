@@ -365,7 +365,9 @@ def test_no_proxy_leaves_the_environment_empty(installed: Workload):
     assert "proxy" not in tomllib.loads(installed.paths.config.read_text())
 
 
-def test_a_control_character_in_the_proxy_is_refused(installed: Workload, systemctl: FakeSystemctl):
+def test_a_control_character_in_the_proxy_is_refused(
+    installed: Workload, systemctl: FakeSystemctl
+):
     """Arrange: a proxy value with a newline (it could add a variable). Act: apply.
 
     Assert: a WorkloadError naming the setting; GARM is not started.
@@ -497,6 +499,30 @@ def test_kept_provider_stays_as_rendered_without_a_restart(
     assert provider_sections(installed) == ["a", "z"]
     assert installed.rendered_provider_names() == {"a", "z"}
     assert systemctl.restarts() == 1
+
+
+def test_a_kept_providers_keystone_stays_exempt_from_the_proxy(
+    installed: Workload, systemctl: FakeSystemctl
+):
+    """Arrange: a model proxy; providers `a` and `z` on different Keystones, rendered.
+
+    Act: keep `z` (its configurator is gone), then release it.
+    Assert: while kept, the environment is byte for byte the same and GARM is not restarted;
+    once released, `z`'s Keystone leaves NO_PROXY with exactly one restart.
+    """
+    proxy = ProxyConfig(https_proxy="http://squid:3128")
+    other = dataclasses.replace(provider("z"), auth_url="https://keystone-z.example:5000/v3")
+    installed.apply(config(providers=(provider("a"), other), proxy=proxy))
+    environment = installed.paths.environment.read_bytes()
+
+    installed.apply(config(providers=(provider("a"),), kept_providers=("z",), proxy=proxy))
+    kept = installed.paths.environment.read_bytes()
+    installed.apply(config(providers=(provider("a"),), proxy=proxy))
+
+    assert kept == environment
+    assert b"keystone-z.example" in kept
+    assert b"keystone-z.example" not in installed.paths.environment.read_bytes()
+    assert systemctl.restarts() == 2
 
 
 def test_released_provider_goes_with_exactly_one_restart(
