@@ -44,6 +44,7 @@ from garm_bootstrap import (
     bootstrap,
     ensure_secrets,
     read_secrets,
+    wait_until_serving,
 )
 from garm_objects import list_scalesets, reconcile_objects
 from provider_retention import retained_providers, retention_message
@@ -196,17 +197,27 @@ class GarmCharm(ops.CharmBase):
         if handover is not None:
             return handover
         desired = read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION])
-        garm_config = self._garm_config(config, creds, database, proxy, desired, version)
+        garm_config = self._garm_config(config, creds, database, proxy, desired, version=version)
+        status = self._start(client, garm_config, backend) or self._bootstrap(
+            client, config, creds
+        )
+        if status is not None:
+            return status
+        return self._reconcile_objects(client, config, desired, garm_config)
+
+    def _start(
+        self, client: GarmClient, garm_config: GarmConfig, backend: str
+    ) -> ops.StatusBase | None:
+        """Render and (re)start GARM as needed; a restarted GARM is waited for, boundedly."""
         try:
-            self._workload.apply(garm_config)
+            started = self._workload.apply(garm_config)
         except WorkloadError as error:
             return ops.BlockedStatus(f"cannot run GARM: {error}")
         self._workload.record_backend(backend)
         self._publish_running(True)
-        status = self._bootstrap(client, config, creds)
-        if status is not None:
-            return status
-        return self._reconcile_objects(client, config, desired, garm_config)
+        if started and not wait_until_serving(client):
+            return ops.WaitingStatus("waiting for GARM to start")
+        return None
 
     def _reconcile_objects(
         self,
@@ -252,6 +263,7 @@ class GarmCharm(ops.CharmBase):
         database: DatabaseState,
         proxy: ProxyConfig,
         desired: DesiredState,
+        *,
         version: str,
     ) -> GarmConfig:
         return GarmConfig(

@@ -11,15 +11,18 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
+import time
 from collections.abc import Callable, Mapping
 from typing import Final, Protocol, TypeVar
 
 from garm_api import (
     ControllerInfo,
+    GarmApiError,
     GarmClient,
     GarmConflict,
     GarmNotInitialised,
     GarmUnauthorized,
+    GarmUnreachable,
     GarmUrlsRequired,
 )
 
@@ -31,6 +34,11 @@ ADMIN_LABEL: Final = "garm-admin-credentials"
 ADMIN_USERNAME: Final = "admin"
 ADMIN_EMAIL: Final = "admin@garm.local"
 PASSPHRASE_LENGTH: Final = 32
+# GARM opens its API within a second or two of starting (migrations included); a hook that just
+# restarted it waits this long before it bootstraps and reconciles, instead of leaving the rest
+# to the next hook, which may come minutes later.
+START_TIMEOUT_SECONDS: Final = 30.0
+START_POLL_SECONDS: Final = 0.25
 
 _T = TypeVar("_T")
 
@@ -159,6 +167,38 @@ def _ensure(
 
 
 # GARM ---------------------------------------------------------------------------------------
+
+
+def wait_until_serving(
+    client: GarmClient,
+    timeout: float | None = None,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
+    """Wait until GARM answers HTTP at all; True once it does, False after the timeout.
+
+    Any answer counts, refusals included (409 before first-run, 401 without a token): only an
+    outage means GARM is not listening yet.
+
+    Args:
+        client: the client to probe with.
+        timeout: seconds to wait; `START_TIMEOUT_SECONDS` when not given.
+        clock: the monotonic clock to measure the wait with.
+        sleep: how to wait between probes.
+    """
+    deadline = clock() + (START_TIMEOUT_SECONDS if timeout is None else timeout)
+    while True:
+        try:
+            client.controller_info()
+        except GarmApiError:
+            return True
+        except GarmUnreachable:
+            if clock() >= deadline:
+                return False
+            sleep(START_POLL_SECONDS)
+        else:
+            return True
 
 
 def bootstrap(

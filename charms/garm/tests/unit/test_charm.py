@@ -16,6 +16,7 @@ from workload_double import RecordingWorkload
 
 import charm
 import cos_agent
+import garm_bootstrap
 from garm_bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
 from workload import ResourceError
 
@@ -260,12 +261,17 @@ def test_upgrade_charm_reinstalls_and_keeps_running(
 
 
 def test_waiting_while_garm_does_not_answer(
-    ctx: Ctx, workload: RecordingWorkload, resources: Resources, unused_port: int
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    resources: Resources,
+    unused_port: int,
+    monkeypatch: pytest.MonkeyPatch,
 ):
     """Arrange: GARM's port has nobody listening (the service is still starting).
 
     Act: start. Assert: Waiting, with GARM configured and started.
     """
+    monkeypatch.setattr(garm_bootstrap, "START_TIMEOUT_SECONDS", 0.5)
     state = testing.State(leader=True, resources=resources, config={"port": unused_port})
 
     out = ctx.run(ctx.on.start(), state)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping
 
 import pytest
@@ -20,6 +21,7 @@ from garm_bootstrap import (
     ensure_secrets,
     new_passphrase,
     read_secrets,
+    wait_until_serving,
 )
 
 CREDS = BootstrapSecrets(
@@ -153,3 +155,37 @@ def test_wrong_password_is_a_bootstrap_error_without_the_password(
 
     assert "pw-9fK2mQ" not in str(caught.value)
     assert "another-password" not in str(caught.value)
+
+
+def test_wait_until_serving_returns_at_the_first_answer(client: GarmClient, garm: FakeGarm):
+    """Arrange: a GARM before first-run (it answers 409). Act: wait.
+
+    Assert: True after one probe: a refusal proves GARM is listening.
+    """
+    sleeps: list[float] = []
+
+    assert wait_until_serving(client, 5.0, sleep=sleeps.append) is True
+    assert garm.calls == ["GET /api/v1/controller-info"]
+    assert sleeps == []
+
+
+def test_wait_until_serving_gives_up_at_the_timeout():
+    """Arrange: nobody listens on the port; a clock that moves 1 s per probe. Act: wait 3 s.
+
+    Assert: False, after probing until the deadline and sleeping between probes.
+    """
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ticks = iter(range(100))
+    sleeps: list[float] = []
+
+    started = wait_until_serving(
+        GarmClient(f"http://127.0.0.1:{port}"),
+        3.0,
+        clock=lambda: float(next(ticks)),
+        sleep=sleeps.append,
+    )
+
+    assert started is False
+    assert len(sleeps) == 2
