@@ -1,0 +1,195 @@
+"""A machine for the garm charm under a temporary root, running a real GARM.
+
+The charm's real `Workload` is rooted in a temporary directory. Two things stand in for what
+these machines lack, and both do the real work instead of recording it:
+
+- `systemctl` (first on PATH) is `systemctl_standin.py`: it reads the unit file the charm
+  rendered and starts its ExecStart with the unit's environment, appending its output to a
+  journal file.
+- `id`, `useradd` and `chown` go through `MachineRunner`, which records them and changes
+  nothing: the tests may run as root, and a test must not add users to the machine it runs on.
+  Every other command (`garm --version`) really runs.
+
+The resources are built the way the releases are: a gzipped tarball holding `garm` (the real
+server binary under test) and one holding `garm-provider-openstack`, here a stand-in that checks
+the files the charm rendered for it and then keeps instances in a JSON file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import shlex
+import sys
+import tarfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from workload import COMMAND_TIMEOUT_SECONDS, CommandResult, Workload, run_command
+
+HERE = Path(__file__).resolve().parent
+STANDIN = HERE / "systemctl_standin.py"
+FAKE_PROVIDER_DIR = HERE.parent / "fake_github"
+# Commands that would change the machine running the tests; recorded, never run.
+RECORDED_ONLY = ("useradd", "chown")
+
+
+def build_tarball(member: str, content: bytes, destination: Path) -> Path:
+    """A gzipped tarball holding one executable, as GARM's release assets are."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as archive:
+        info = tarfile.TarInfo(member)
+        info.size = len(content)
+        info.mode = 0o755
+        archive.addfile(info, io.BytesIO(content))
+    destination.write_bytes(buffer.getvalue())
+    return destination
+
+
+def provider_script(state_file: Path, environment_log: Path) -> bytes:
+    """A `garm-provider-openstack` stand-in: checks the charm's files, then fakes instances.
+
+    GARM runs providers with a clean environment, so the shebang is absolute. Each call first
+    reads the config.toml the charm rendered for the provider and the clouds.yaml it names,
+    exactly as the real provider would need them, and fails (exit 1) when they are unusable;
+    it records the proxy variables it was given, then hands the command to the contract
+    suite's fake provider with its own state file.
+    """
+    return f"""#!{sys.executable}
+import fcntl, json, os, sys, tomllib
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, {str(FAKE_PROVIDER_DIR)!r})
+import fake_provider
+
+STATE = Path({str(state_file)!r})
+ENVIRONMENT_LOG = Path({str(environment_log)!r})
+
+
+def check_files():
+    config = tomllib.loads(Path(os.environ["GARM_PROVIDER_CONFIG_FILE"]).read_text())
+    clouds = yaml.safe_load(Path(config["credentials"]["clouds"]).read_text())["clouds"]
+    auth = clouds[config["cloud"]]["auth"]
+    missing = [key for key in ("auth_url", "username", "password") if not auth.get(key)]
+    if missing or not config.get("network_id"):
+        sys.exit(f"unusable provider config: missing {{missing or 'network_id'}}")
+
+
+def main():
+    check_files()
+    with ENVIRONMENT_LOG.open("a") as log:
+        names = sorted(name for name in os.environ if "proxy" in name.lower())
+        log.write(json.dumps({{name: os.environ[name] for name in names}}) + "\\n")
+    with open(STATE.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = json.loads(STATE.read_text()) if STATE.exists() else {{}}
+        code = fake_provider.run(os.environ.get("GARM_COMMAND", ""), state)
+        STATE.write_text(json.dumps(state))
+    return code
+
+
+sys.exit(main())
+""".encode()
+
+
+@dataclasses.dataclass
+class MachineRunner:
+    """The workload's command runner on a test machine: records user and ownership changes."""
+
+    recorded: list[list[str]] = dataclasses.field(default_factory=list[list[str]])
+    user_added: bool = False
+
+    def __call__(
+        self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_SECONDS
+    ) -> CommandResult:
+        """Record `useradd`/`chown`, answer `id` from what was recorded, run the rest."""
+        command = Path(argv[0]).name
+        if command in RECORDED_ONLY:
+            self.recorded.append(list(argv))
+            self.user_added |= command == "useradd"
+            return CommandResult(0)
+        if command == "id":
+            return CommandResult(0, "999\n") if self.user_added else CommandResult(1)
+        return run_command(argv, timeout=timeout)
+
+
+class Machine:
+    """A temporary root for the charm, the systemctl stand-in, and what ran on it.
+
+    Args:
+        directory: an empty directory; the root, the stand-in's state and the provider's
+            state live under it.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.root = directory / "root"
+        self.systemd = directory / "systemd"
+        self.bin = directory / "bin"
+        self.provider_state = directory / "provider" / "instances.json"
+        self.provider_environment = directory / "provider" / "environment.jsonl"
+        for path in (self.root, self.systemd, self.bin, self.provider_state.parent):
+            path.mkdir(parents=True, exist_ok=True)
+        self.runner = MachineRunner()
+        wrapper = self.bin / "systemctl"
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f"exec {shlex.quote(sys.executable)} {shlex.quote(str(STANDIN))} "
+            f"--root {shlex.quote(str(self.root))} --state {shlex.quote(str(self.systemd))} "
+            '"$@"\n'
+        )
+        wrapper.chmod(0o755)
+
+    def workload(self) -> Workload:
+        """The charm's real workload, rooted here."""
+        return Workload(self.root, runner=self.runner)
+
+    def path_with_systemctl(self) -> str:
+        """A PATH with the stand-in first."""
+        return f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"
+
+    def provider_tarball(self, destination: Path) -> Path:
+        """The `garm-provider-openstack` resource: the stand-in provider, as a release tarball."""
+        script = provider_script(self.provider_state, self.provider_environment)
+        return build_tarball("garm-provider-openstack", script, destination)
+
+    def journal(self, unit: str = "garm.service") -> str:
+        """Everything the unit printed, as the journal would hold it."""
+        path = self.systemd / "journal" / f"{unit}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def systemctl_calls(self) -> list[list[str]]:
+        """Every systemctl command line, in order."""
+        log = self.systemd / "calls"
+        return [line.split("\t") for line in log.read_text().splitlines()] if log.exists() else []
+
+    def restarts(self, unit: str = "garm") -> int:
+        """How many times the unit was (re)started by `systemctl restart`."""
+        return sum(1 for call in self.systemctl_calls() if call[:2] == ["restart", unit])
+
+    def provider_instances(self) -> int:
+        """How many instances the provider holds."""
+        if not self.provider_state.exists():
+            return 0
+        return len(json.loads(self.provider_state.read_text()))
+
+    def provider_environments(self) -> list[dict[str, str]]:
+        """The proxy variables the provider saw, one mapping per call."""
+        if not self.provider_environment.exists():
+            return []
+        lines = self.provider_environment.read_text().splitlines()
+        return [json.loads(line) for line in lines]
+
+    def stop_everything(self) -> None:
+        """Stop every process the stand-in started (end of test, pass or fail)."""
+        units = self.systemd / "units"
+        if not units.is_dir():
+            return
+        for state in units.glob("*.json"):
+            run_command(
+                [str(self.bin / "systemctl"), "stop", state.name.removesuffix(".json")],
+                timeout=30,
+            )

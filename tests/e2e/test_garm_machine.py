@@ -1,0 +1,363 @@
+"""End to end on one machine: the garm charm's hooks run a real GARM with the files it renders.
+
+The charm runs through `ops.testing`, hook after hook, with its real `Workload` rooted in a
+temporary directory (see `machine.py`). GARM is the real server binary, packed as the
+`garm-binary` resource; the provider resource is a stand-in that checks the files the charm
+rendered for it. GitHub is the fake on loopback: GARM's `github.com` endpoint is pointed at it
+before the configurator is related (as DNS would point a name at a host), and the model's proxy
+is a loopback sink, so GARM reaches nothing beyond this machine and resolves no name.
+
+The walk: install, GARM starts from the rendered config.toml, bootstrap, configurator related,
+provider, credentials, organization and scale set in GARM, label change, old generation
+retired, drained and deleted, configurator removed, its scale set and provider gone, unit
+removed. Every step is checked on GARM's API and on the files on disk; at the end everything
+GARM printed is searched for every secret the test knows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+import stat
+import time
+import tomllib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from configurator_publication import pkcs1_app_key, published_databag
+from ops import testing
+
+import charm
+from contract.garm_http import call
+from e2e.machine import Machine
+from fake_github import FakeGitHub
+from garm_api import GarmClient, GarmUnreachable, ScaleSet
+from garm_bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
+from garm_models import normalise_labels
+
+OLD_LABELS = ("linux", "x64")
+NEW_LABELS = ("linux", "x64", "large")
+OPENSTACK_PASSWORD = "e2e-openstack-Pa55word"
+PROVIDER = "openstack-small"
+# A real GARM answers within a second or two; runners appear about 12 s after a scale set.
+STEP_TIMEOUT = 90.0
+
+
+@dataclasses.dataclass
+class Walk:
+    """The charm's state between hooks, and the GARM it drives."""
+
+    ctx: testing.Context[charm.GarmCharm]
+    state: testing.State
+    machine: Machine
+    github: FakeGitHub
+    port: int
+    statuses: list[str] = dataclasses.field(default_factory=list[str])
+
+    @property
+    def url(self) -> str:
+        """GARM's API on loopback."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def hook(self, event: Any) -> None:
+        """Run one hook; remember the unit's status."""
+        self.state = self.ctx.run(event, self.state)
+        status = self.state.unit_status
+        self.statuses.append(f"{status.name}: {status.message}")
+
+    def update_status_until(self, check: Callable[[], bool], what: str) -> None:
+        """Run update-status until `check()` holds; fail naming `what` after the timeout."""
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while time.monotonic() < deadline:
+            self.hook(self.ctx.on.update_status())
+            try:
+                if check():
+                    return
+            except GarmUnreachable:
+                pass  # the hook restarted GARM; the next hook waits for it
+            time.sleep(1.0)
+        pytest.fail(f"{what}: not reached in {STEP_TIMEOUT:.0f}s; statuses {self.statuses[-3:]}")
+
+    def secret(self, label: str) -> dict[str, str]:
+        """The content of an app secret the charm created."""
+        found = next(s for s in self.state.secrets if s.label == label)
+        return dict(found.tracked_content)
+
+    def client(self) -> GarmClient:
+        """A GARM client logged in with the admin credentials the charm keeps."""
+        admin = self.secret(ADMIN_LABEL)
+        api = GarmClient(self.url)
+        api.login(admin["username"], admin["password"])
+        return api
+
+    def scalesets(self) -> list[ScaleSet]:
+        """GARM's scale sets, oldest first."""
+        return sorted(self.client().list_scalesets(), key=lambda scaleset: scaleset.id)
+
+    def publish(self, labels: tuple[str, ...]) -> None:
+        """Configurator `small` publishes `labels`: relation-changed."""
+        relation = next(r for r in self.state.relations if r.endpoint == "garm-configurator")
+        password, key = (
+            next(s for s in self.state.secrets if field in s.tracked_content)
+            for field in ("password", "private-key")
+        )
+        data = published_databag(
+            labels, password_secret_id=password.id, private_key_secret_id=key.id
+        )
+        changed = dataclasses.replace(relation, remote_app_data=data)
+        others = {r for r in self.state.relations if r.endpoint != "garm-configurator"}
+        self.state = dataclasses.replace(self.state, relations=others | {changed})
+        self.hook(self.ctx.on.relation_changed(changed, remote_unit=0))
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    """The fake GitHub on loopback."""
+    with FakeGitHub() as fake:
+        yield fake
+
+
+@pytest.fixture
+def walk(
+    machine: Machine,
+    github: FakeGitHub,
+    garm_version: str,
+    garm_tarballs: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    unused_port: int,
+) -> Walk:
+    """The leader, about to be installed, with both resources attached and a proxied model."""
+    monkeypatch.setattr(charm, "Workload", machine.workload)
+    # The model's proxy: a sink on loopback. GARM never proxies loopback, so the fake GitHub
+    # is reached directly and anything else ends at the sink without a DNS lookup.
+    monkeypatch.setenv("JUJU_CHARM_HTTP_PROXY", github.url)
+    monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", github.url)
+    monkeypatch.setenv("JUJU_CHARM_NO_PROXY", "10.0.0.0/8")
+    resources = {
+        testing.Resource(name="garm-binary", path=garm_tarballs[garm_version]),
+        testing.Resource(
+            name="garm-provider-openstack",
+            path=machine.provider_tarball(tmp_path / "garm-provider-openstack-linux-amd64.tgz"),
+        ),
+    }
+    secrets = {
+        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD}),
+        testing.Secret(tracked_content={"private-key": pkcs1_app_key()}),
+    }
+    state = testing.State(
+        leader=True,
+        config={
+            "port": unused_port,
+            "external-url": f"http://127.0.0.1:{unused_port}",
+            "handover-grace": "2s",
+            "drain-timeout": "10m",
+        },
+        resources=frozenset(resources),
+        secrets=frozenset(secrets),
+    )
+    return Walk(testing.Context(charm.GarmCharm), state, machine, github, unused_port)
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A free TCP port on loopback for GARM's API."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_the_charm_runs_garm_through_a_label_change(walk: Walk, garm_version: str):
+    """Arrange: a leader with both resources, a proxied model and a fake GitHub.
+
+    Act: install, relate a configurator, change its labels, remove it, remove the unit.
+    Assert: at each step GARM's API and the files on disk show what the charm promised, and
+    nothing GARM printed holds a secret or a DNS lookup.
+    """
+    install_and_bootstrap(walk)
+    files_are_private(walk)
+    proxy_reaches_garm(walk, garm_version)
+    point_github_at_the_fake(walk)
+
+    first = relate_configurator(walk)
+    change_labels(walk, first)
+    remove_configurator(walk)
+    remove_unit(walk)
+
+    journal = walk.machine.journal()
+    assert "level=INFO" in journal
+    assert "level=DEBUG" not in journal
+    assert_no_dns_lookup(journal)
+    assert_no_secret_in(journal + "\n".join(walk.statuses), known_secrets(walk))
+
+
+# The steps -----------------------------------------------------------------------------------
+
+
+def install_and_bootstrap(walk: Walk) -> None:
+    """Install starts GARM from the rendered files; the hooks bootstrap it."""
+    walk.hook(walk.ctx.on.install())
+
+    assert walk.machine.restarts() == 1
+    assert walk.state.workload_version
+    walk.update_status_until(
+        lambda: walk.state.unit_status == testing.ActiveStatus(""), "bootstrapped and Active"
+    )
+    info = walk.client().controller_info()
+    assert info.callback_url == f"{walk.url}/api/v1/callbacks"
+    assert info.metadata_url == f"{walk.url}/api/v1/metadata"
+    assert walk.machine.restarts() == 1, "a bootstrap must not restart GARM"
+
+
+def files_are_private(walk: Walk) -> None:
+    """What holds a secret is 0600; GARM's directories are 0750; binaries are executable."""
+    paths = walk.machine.workload().paths
+    modes = {
+        paths.config: 0o600,
+        paths.environment: 0o600,
+        paths.fingerprint: 0o600,
+        paths.unit_file: 0o644,
+        paths.etc: 0o750,
+        paths.data: 0o750,
+        paths.charm_state: 0o700,
+        paths.garm_binary: 0o755,
+        paths.provider_binary: 0o755,
+    }
+    actual = {path: stat.S_IMODE(path.stat().st_mode) for path in modes}
+
+    assert actual == modes
+    document = tomllib.loads(paths.config.read_text())
+    assert document["database"]["sqlite3"]["db_file"] == str(paths.sqlite_db)
+    assert "log_file" not in document["logging"], "GARM logs once, to the journal"
+    assert paths.sqlite_db.is_file()
+    chowned = {call[-1] for call in walk.machine.runner.recorded if call[0] == "chown"}
+    assert {str(paths.config), str(paths.data), str(paths.etc)} <= chowned
+
+
+def proxy_reaches_garm(walk: Walk, garm_version: str) -> None:
+    """GARM runs with the proxy in its environment; [proxy] only where GARM reads it."""
+    paths = walk.machine.workload().paths
+    environment = paths.environment.read_text()
+    document = tomllib.loads(paths.config.read_text())
+
+    assert f'HTTPS_PROXY="{walk.github.url}"' in environment
+    assert "127.0.0.1,localhost,::1" in environment
+    assert ("proxy" in document) == (garm_version != "v0.2.1")
+
+
+def point_github_at_the_fake(walk: Walk) -> None:
+    """GARM's github.com endpoint leads to the fake GitHub (no credentials use it yet)."""
+    api = walk.client()
+    fake = walk.github.url
+    urls = {
+        "base_url": fake,
+        "api_base_url": f"{fake}/api/v3/",
+        "upload_base_url": f"{fake}/api/uploads/",
+    }
+    reply = call(walk.url, "PUT", "/github/endpoints/github.com", urls, token=api.token)
+    assert reply.status == 200, reply.raw
+
+
+def relate_configurator(walk: Walk) -> ScaleSet:
+    """A configurator relation makes GARM hold a provider, App credentials, org and scale set."""
+    relation = testing.Relation("garm-configurator", remote_app_name="small")
+    walk.state = dataclasses.replace(walk.state, relations={*walk.state.relations, relation})
+    walk.publish(OLD_LABELS)
+
+    assert walk.machine.restarts() == 2, "a new provider needs exactly one restart"
+    # The hook that restarted GARM waited for it and went on: no second hook is needed.
+    assert len(walk.scalesets()) == 1
+    api = walk.client()
+    assert [provider.name for provider in api.list_providers()] == [PROVIDER]
+    (scaleset,) = walk.scalesets()
+    assert scaleset.enabled
+    assert scaleset.normalised_labels == normalise_labels(OLD_LABELS)
+    assert scaleset.provider_name == PROVIDER
+    walk.update_status_until(
+        lambda: [i.status for i in api.list_scaleset_instances(scaleset.id)] == ["running"],
+        "the min-idle runner created by the provider",
+    )
+    assert walk.machine.provider_instances() == 1
+    assert all(
+        seen.get("HTTPS_PROXY") == walk.github.url for seen in walk.machine.provider_environments()
+    )
+    return scaleset
+
+
+def change_labels(walk: Walk, first: ScaleSet) -> None:
+    """A label change: replacement first, then the old one retired, drained and deleted."""
+    walk.publish(NEW_LABELS)
+
+    both = walk.scalesets()
+    assert both[0].name == first.name
+    assert [scaleset.enabled for scaleset in both] == [True, True], "replacement first"
+    walk.update_status_until(
+        lambda: first.name not in [scaleset.name for scaleset in walk.scalesets()],
+        "the old generation deleted",
+    )
+    (current,) = walk.scalesets()
+    assert current.enabled
+    assert current.normalised_labels == normalise_labels(NEW_LABELS)
+    assert any("labels changing" in status for status in walk.statuses)
+    assert walk.machine.restarts() == 2, "a label change never restarts GARM"
+
+
+def remove_configurator(walk: Walk) -> None:
+    """Removing the configurator deletes its scale set, then its provider (one restart)."""
+    relation = next(r for r in walk.state.relations if r.endpoint == "garm-configurator")
+    walk.hook(walk.ctx.on.relation_broken(relation))
+    walk.state = dataclasses.replace(walk.state, relations=set())
+
+    walk.update_status_until(lambda: walk.scalesets() == [], "the orphan scale set deleted")
+    walk.update_status_until(lambda: walk.client().list_providers() == [], "the provider released")
+    assert walk.machine.restarts() == 3
+    paths = walk.machine.workload().paths
+    assert not paths.provider_dir(PROVIDER).exists()
+
+
+def remove_unit(walk: Walk) -> None:
+    """The remove hook stops and disables GARM and removes its unit; the data stays."""
+    paths = walk.machine.workload().paths
+
+    walk.hook(walk.ctx.on.remove())
+
+    assert ["disable", "--now", "garm"] in walk.machine.systemctl_calls()
+    assert not paths.unit_file.exists()
+    assert paths.sqlite_db.is_file()
+    assert not walk.machine.workload().is_running()
+
+
+# Checks on what GARM printed ------------------------------------------------------------------
+
+
+def known_secrets(walk: Walk) -> dict[str, str]:
+    """Every secret value the test knows, by what it is."""
+    key = next(s for s in walk.state.secrets if "private-key" in s.tracked_content)
+    pem = key.tracked_content["private-key"]
+    body = "".join(line for line in pem.splitlines() if "PRIVATE KEY" not in line)
+    found = {
+        "admin password": walk.secret(ADMIN_LABEL)["password"],
+        "JWT secret": walk.secret(JWT_SECRET_LABEL)["secret"],
+        "database passphrase": walk.secret(DB_PASSPHRASE_LABEL)["passphrase"],
+        "OpenStack password": OPENSTACK_PASSWORD,
+        "App key (middle of its body)": body[len(body) // 2 : len(body) // 2 + 40],
+    }
+    for index, token in enumerate(walk.github.issued_tokens()):
+        found[f"GitHub token #{index}"] = token
+    return found
+
+
+def assert_no_secret_in(text: str, secrets: dict[str, str]) -> None:
+    """No known secret appears in `text`."""
+    leaked = [what for what, value in secrets.items() if value and value in text]
+    assert leaked == [], f"secrets in GARM's output or the statuses: {leaked}"
+
+
+def assert_no_dns_lookup(journal: str) -> None:
+    """GARM resolved no name: everything went to loopback or to the proxy sink."""
+    lookups = [
+        line for line in journal.splitlines() if "lookup " in line or "no such host" in line
+    ]
+    assert lookups == [], f"GARM tried to resolve names: {lookups[:3]}"
