@@ -7,6 +7,7 @@ them the tests skip and say where they looked.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from e2e import postgres
 from e2e.machine import Machine, build_tarball
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -36,17 +38,35 @@ def garm_binary(version: str) -> Path | None:
     return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
-@pytest.fixture(params=list(BINARIES), scope="session")
-def garm_version(request: pytest.FixtureRequest) -> str:
-    """Each GARM version under test, skipped (with where to put it) when its binary is absent."""
-    version: str = request.param
-    if garm_binary(version) is None:
-        variable, filename = BINARIES[version]
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One GARM binary on one database backend."""
+
+    version: str
+    backend: str
+
+
+CASES = {
+    "v0.2.1-sqlite": Case("v0.2.1", "sqlite"),
+    "newer-sqlite": Case("newer", "sqlite"),
+    # v0.2.1 has no PostgreSQL backend: the charm refuses the relation (a unit test proves it).
+    "newer-postgresql": Case("newer", "postgresql"),
+}
+
+
+@pytest.fixture(params=list(CASES))
+def case(request: pytest.FixtureRequest) -> Case:
+    """Each case, skipped with the reason when its binary or PostgreSQL is missing here."""
+    chosen = CASES[request.param]
+    if garm_binary(chosen.version) is None:
+        variable, filename = BINARIES[chosen.version]
         pytest.skip(
-            f"no GARM {version} binary: set {variable}=/path/to/garm or put {filename} in "
-            f"{WORKSPACE_BINARIES}"
+            f"no GARM {chosen.version} binary: set {variable}=/path/to/garm or put {filename} "
+            f"in {WORKSPACE_BINARIES}"
         )
-    return version
+    if chosen.backend == "postgresql" and postgres.unavailable_reason():
+        pytest.skip(postgres.unavailable_reason())
+    return chosen
 
 
 @pytest.fixture(scope="session")

@@ -27,11 +27,14 @@ from typing import Any
 
 import pytest
 from configurator_publication import pkcs1_app_key, published_databag
+from database_publication import database_relation, database_secret
 from ops import testing
 
 import charm
 from contract.garm_http import call
+from e2e.conftest import Case
 from e2e.machine import Machine
+from e2e.postgres import PostgresServer, local_postgresql
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable, ScaleSet
 from garm_bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
@@ -54,6 +57,7 @@ class Walk:
     machine: Machine
     github: FakeGitHub
     port: int
+    database_password: str = ""
     statuses: list[str] = dataclasses.field(default_factory=list[str])
 
     @property
@@ -120,16 +124,31 @@ def github() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture
+def database(case: Case) -> Iterator[PostgresServer | None]:
+    """A PostgreSQL server for the PostgreSQL case, else None (SQLite)."""
+    if case.backend != "postgresql":
+        yield None
+        return
+    with local_postgresql() as server:
+        yield server
+
+
+@pytest.fixture
 def walk(
     machine: Machine,
     github: FakeGitHub,
-    garm_version: str,
+    case: Case,
+    database: PostgresServer | None,
     garm_tarballs: dict[str, Path],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     unused_port: int,
 ) -> Walk:
-    """The leader, about to be installed, with both resources attached and a proxied model."""
+    """The leader, about to be installed, with both resources attached and a proxied model.
+
+    In the PostgreSQL case the `database` relation has already answered with the server's
+    endpoint and a role, as a PostgreSQL charm would.
+    """
     monkeypatch.setattr(charm, "Workload", machine.workload)
     # The model's proxy: a sink on loopback. GARM never proxies loopback, so the fake GitHub
     # is reached directly and anything else ends at the sink without a DNS lookup.
@@ -137,7 +156,7 @@ def walk(
     monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", github.url)
     monkeypatch.setenv("JUJU_CHARM_NO_PROXY", "10.0.0.0/8")
     resources = {
-        testing.Resource(name="garm-binary", path=garm_tarballs[garm_version]),
+        testing.Resource(name="garm-binary", path=garm_tarballs[case.version]),
         testing.Resource(
             name="garm-provider-openstack",
             path=machine.provider_tarball(tmp_path / "garm-provider-openstack-linux-amd64.tgz"),
@@ -147,6 +166,11 @@ def walk(
         testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD}),
         testing.Secret(tracked_content={"private-key": pkcs1_app_key()}),
     }
+    relations: set[testing.RelationBase] = set()
+    if database is not None:
+        user = database_secret(database.username, database.password)
+        secrets.add(user)
+        relations.add(database_relation(user, endpoints=database.endpoint))
     state = testing.State(
         leader=True,
         config={
@@ -157,8 +181,10 @@ def walk(
         },
         resources=frozenset(resources),
         secrets=frozenset(secrets),
+        relations=frozenset(relations),
     )
-    return Walk(testing.Context(charm.GarmCharm), state, machine, github, unused_port)
+    password = database.password if database is not None else ""
+    return Walk(testing.Context(charm.GarmCharm), state, machine, github, unused_port, password)
 
 
 @pytest.fixture
@@ -169,7 +195,7 @@ def unused_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_the_charm_runs_garm_through_a_label_change(walk: Walk, garm_version: str):
+def test_the_charm_runs_garm_through_a_label_change(walk: Walk, case: Case):
     """Arrange: a leader with both resources, a proxied model and a fake GitHub.
 
     Act: install, relate a configurator, change its labels, remove it, remove the unit.
@@ -177,14 +203,14 @@ def test_the_charm_runs_garm_through_a_label_change(walk: Walk, garm_version: st
     nothing GARM printed holds a secret or a DNS lookup.
     """
     install_and_bootstrap(walk)
-    files_are_private(walk)
-    proxy_reaches_garm(walk, garm_version)
+    files_are_private(walk, case)
+    proxy_reaches_garm(walk, case)
     point_github_at_the_fake(walk)
 
     first = relate_configurator(walk)
     change_labels(walk, first)
     remove_configurator(walk)
-    remove_unit(walk)
+    remove_unit(walk, case)
 
     journal = walk.machine.journal()
     assert "level=INFO" in journal
@@ -211,7 +237,7 @@ def install_and_bootstrap(walk: Walk) -> None:
     assert walk.machine.restarts() == 1, "a bootstrap must not restart GARM"
 
 
-def files_are_private(walk: Walk) -> None:
+def files_are_private(walk: Walk, case: Case) -> None:
     """What holds a secret is 0600; GARM's directories are 0750; binaries are executable."""
     paths = walk.machine.workload().paths
     modes = {
@@ -229,14 +255,18 @@ def files_are_private(walk: Walk) -> None:
 
     assert actual == modes
     document = tomllib.loads(paths.config.read_text())
-    assert document["database"]["sqlite3"]["db_file"] == str(paths.sqlite_db)
     assert "log_file" not in document["logging"], "GARM logs once, to the journal"
-    assert paths.sqlite_db.is_file()
+    if case.backend == "sqlite":
+        assert document["database"]["sqlite3"]["db_file"] == str(paths.sqlite_db)
+        assert paths.sqlite_db.is_file()
+    else:
+        assert document["database"]["backend"] == "postgresql"
+        assert not paths.sqlite_db.exists()
     chowned = {call[-1] for call in walk.machine.runner.recorded if call[0] == "chown"}
     assert {str(paths.config), str(paths.data), str(paths.etc)} <= chowned
 
 
-def proxy_reaches_garm(walk: Walk, garm_version: str) -> None:
+def proxy_reaches_garm(walk: Walk, case: Case) -> None:
     """GARM runs with the proxy in its environment; [proxy] only where GARM reads it."""
     paths = walk.machine.workload().paths
     environment = paths.environment.read_text()
@@ -244,7 +274,7 @@ def proxy_reaches_garm(walk: Walk, garm_version: str) -> None:
 
     assert f'HTTPS_PROXY="{walk.github.url}"' in environment
     assert "127.0.0.1,localhost,::1" in environment
-    assert ("proxy" in document) == (garm_version != "v0.2.1")
+    assert ("proxy" in document) == (case.version != "v0.2.1")
 
 
 def point_github_at_the_fake(walk: Walk) -> None:
@@ -308,7 +338,8 @@ def remove_configurator(walk: Walk) -> None:
     """Removing the configurator deletes its scale set, then its provider (one restart)."""
     relation = next(r for r in walk.state.relations if r.endpoint == "garm-configurator")
     walk.hook(walk.ctx.on.relation_broken(relation))
-    walk.state = dataclasses.replace(walk.state, relations=set())
+    others = {r for r in walk.state.relations if r.endpoint != "garm-configurator"}
+    walk.state = dataclasses.replace(walk.state, relations=others)
 
     walk.update_status_until(lambda: walk.scalesets() == [], "the orphan scale set deleted")
     walk.update_status_until(lambda: walk.client().list_providers() == [], "the provider released")
@@ -317,7 +348,7 @@ def remove_configurator(walk: Walk) -> None:
     assert not paths.provider_dir(PROVIDER).exists()
 
 
-def remove_unit(walk: Walk) -> None:
+def remove_unit(walk: Walk, case: Case) -> None:
     """The remove hook stops and disables GARM and removes its unit; the data stays."""
     paths = walk.machine.workload().paths
 
@@ -325,7 +356,7 @@ def remove_unit(walk: Walk) -> None:
 
     assert ["disable", "--now", "garm"] in walk.machine.systemctl_calls()
     assert not paths.unit_file.exists()
-    assert paths.sqlite_db.is_file()
+    assert paths.sqlite_db.is_file() == (case.backend == "sqlite")
     assert not walk.machine.workload().is_running()
 
 
@@ -342,6 +373,7 @@ def known_secrets(walk: Walk) -> dict[str, str]:
         "JWT secret": walk.secret(JWT_SECRET_LABEL)["secret"],
         "database passphrase": walk.secret(DB_PASSPHRASE_LABEL)["passphrase"],
         "OpenStack password": OPENSTACK_PASSWORD,
+        "PostgreSQL password": walk.database_password,
         "App key (middle of its body)": body[len(body) // 2 : len(body) // 2 + 40],
     }
     for index, token in enumerate(walk.github.issued_tokens()):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import socket
 from pathlib import Path
 
@@ -56,29 +55,6 @@ def resources(tmp_path: Path) -> frozenset[testing.Resource]:
 def config(httpserver: HTTPServer) -> dict[str, str | int]:
     """Charm config pointing GARM's port at the fake GARM."""
     return {"port": httpserver.port, "external-url": "https://garm.example.com"}
-
-
-def database_relation(
-    secret: testing.Secret, endpoints: str = "10.0.0.5:5432"
-) -> testing.Relation:
-    """A database relation whose provider has answered (data contract v1)."""
-    response = {
-        "resource": "garm",
-        "endpoints": endpoints,
-        "secret-user": secret.id,
-        "request-id": "garm-request",
-        "salt": "salt",
-    }
-    return testing.Relation(
-        "database",
-        remote_app_name="postgresql",
-        remote_app_data={"version": "v1", "requests": json.dumps([response])},
-    )
-
-
-def database_secret() -> testing.Secret:
-    """The provider's user secret, granted to garm."""
-    return testing.Secret(tracked_content={"username": "relation_7", "password": "pg-password"})
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from typing import Any
 
 import ops
 import pytest
-from conftest import database_relation, database_secret
+from database_publication import database_relation, database_secret
 from garm_fake import ALREADY_INITIALISED, FakeGarm, recorded_body
 from ops import testing
 from werkzeug import Request, Response
