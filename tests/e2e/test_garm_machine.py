@@ -198,23 +198,28 @@ def unused_port() -> int:
 def test_the_charm_runs_garm_through_a_label_change(walk: Walk, case: Case):
     """Arrange: a leader with both resources, a proxied model and a fake GitHub.
 
-    Act: install, relate a configurator, change its labels, remove it, remove the unit.
-    Assert: at each step GARM's API and the files on disk show what the charm promised, and
-    nothing GARM printed holds a secret or a DNS lookup.
+    Act: install, relate a configurator, turn GARM's log level to debug, change the labels,
+    remove the configurator, remove the unit.
+    Assert: at each step GARM's API and the files on disk show what the charm promised; GARM
+    logs to the journal at the configured level; nothing it printed, debug output included,
+    holds a secret or a DNS lookup.
     """
     install_and_bootstrap(walk)
     files_are_private(walk, case)
     proxy_reaches_garm(walk, case)
     point_github_at_the_fake(walk)
-
     first = relate_configurator(walk)
+    at_info = walk.machine.journal()
+    log_at_debug(walk)
+
     change_labels(walk, first)
     remove_configurator(walk)
     remove_unit(walk, case)
 
     journal = walk.machine.journal()
-    assert "level=INFO" in journal
-    assert "level=DEBUG" not in journal
+    assert "level=INFO" in at_info
+    assert "level=DEBUG" not in at_info
+    assert "level=DEBUG" in journal.removeprefix(at_info)
     assert_no_dns_lookup(journal)
     assert_no_secret_in(journal + "\n".join(walk.statuses), known_secrets(walk))
 
@@ -316,6 +321,18 @@ def relate_configurator(walk: Walk) -> ScaleSet:
     return scaleset
 
 
+def log_at_debug(walk: Walk) -> None:
+    """`juju config garm log-level=debug` restarts GARM once with the new level."""
+    walk.state = dataclasses.replace(
+        walk.state, config={**walk.state.config, "log-level": "debug"}
+    )
+
+    walk.hook(walk.ctx.on.config_changed())
+
+    assert walk.machine.restarts() == 3
+    assert walk.state.unit_status == testing.ActiveStatus("")
+
+
 def change_labels(walk: Walk, first: ScaleSet) -> None:
     """A label change: replacement first, then the old one retired, drained and deleted."""
     walk.publish(NEW_LABELS)
@@ -331,7 +348,7 @@ def change_labels(walk: Walk, first: ScaleSet) -> None:
     assert current.enabled
     assert current.normalised_labels == normalise_labels(NEW_LABELS)
     assert any("labels changing" in status for status in walk.statuses)
-    assert walk.machine.restarts() == 2, "a label change never restarts GARM"
+    assert walk.machine.restarts() == 3, "a label change never restarts GARM"
 
 
 def remove_configurator(walk: Walk) -> None:
@@ -343,7 +360,7 @@ def remove_configurator(walk: Walk) -> None:
 
     walk.update_status_until(lambda: walk.scalesets() == [], "the orphan scale set deleted")
     walk.update_status_until(lambda: walk.client().list_providers() == [], "the provider released")
-    assert walk.machine.restarts() == 3
+    assert walk.machine.restarts() == 4
     paths = walk.machine.workload().paths
     assert not paths.provider_dir(PROVIDER).exists()
 
