@@ -7,7 +7,11 @@ Fails (exit 1, one line per problem) on:
   developer's `/tmp/` path in Markdown) in Markdown or Python;
 - a published docs URL (`DOCS_URL` below) whose page does not exist under `docs/`;
 - a config option, action, resource or relation endpoint of a `charmcraft.yaml` that the
-  charm's reference page does not name as `` `name` ``.
+  charm's reference page does not name as `` `name` ``;
+- a `juju deploy/config/run/integrate/attach-resource` command in a shell block of the
+  README or docs that names an option, action, resource or endpoint the charm does not have, or
+  a first `juju config` of a garm-configurator (the one setting `name=`) that leaves out a
+  required option.
 
 Run from anywhere: `python scripts/check_docs.py`.
 """
@@ -16,8 +20,9 @@ from __future__ import annotations
 
 import pathlib
 import re
+import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import yaml
 
@@ -58,6 +63,7 @@ def main() -> int:
         *check_citations(),
         *check_published_urls(),
         *check_references(),
+        *check_commands(),
     ]
     for problem in problems:
         print(problem)
@@ -154,6 +160,151 @@ def declared_names(project: dict[str, object]) -> dict[str, list[str]]:
             *keys(project.get("peers")),
         ],
     }
+
+
+SHELL_BLOCK = re.compile(r"^```(?:shell|bash|sh)\n(.*?)^```", re.M | re.S)
+JUJU_COMMAND = re.compile(r"\bjuju\s+(deploy|config|run|integrate|attach-resource)\s+([^;&|)\n]*)")
+# Application names the docs use without deploying them on the same page.
+KNOWN_APPS = {
+    "garm": "garm",
+    "small": "garm-configurator",
+    "garm-configurator": "garm-configurator",
+}
+DEPLOY_OPTIONS_WITH_VALUE = {"--resource", "--config", "--channel", "-n", "--to", "--base"}
+
+
+def check_commands() -> Iterator[str]:
+    """Juju commands in the user docs must use what the charms declare."""
+    declared = Declared(
+        {
+            pathlib.Path(charmcraft).parent.name: yaml.safe_load((ROOT / charmcraft).read_text())
+            for charmcraft in REFERENCES
+        }
+    )
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    pages += sorted((ROOT / "charms").glob("*/README.md"))
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        apps = dict(KNOWN_APPS)
+        for block in SHELL_BLOCK.finditer(text):
+            commands = block.group(1).replace("\\\n", " ")
+            for match in JUJU_COMMAND.finditer(commands):
+                verb, args = match.group(1), split_args(match.group(2))
+                check = COMMAND_CHECKS[verb]
+                for problem in check(args, apps, declared):
+                    yield f"{where(page, text, block.start())}: juju {verb}: {problem}"
+
+
+class Declared:
+    """What each charm's charmcraft.yaml declares, by section."""
+
+    def __init__(self, projects: dict[str, dict[str, object]]):
+        self.projects = projects
+
+    def names(self, charm: str, section: str) -> set[str]:
+        """Names in a top-level section, or `options` for config options."""
+        project = self.projects[charm]
+        found = project.get(section)
+        if section == "options":
+            config = project.get("config")
+            found = config.get("options") if isinstance(config, dict) else None
+        return set(found) if isinstance(found, dict) else set()
+
+    def required_options(self, charm: str) -> list[str]:
+        """Options whose description starts with "Required."."""
+        config = self.projects[charm].get("config")
+        options = config.get("options") if isinstance(config, dict) else None
+        return [
+            option
+            for option, spec in (options or {}).items()
+            if isinstance(spec, dict) and str(spec.get("description", "")).startswith("Required.")
+        ]
+
+
+def split_args(text: str) -> list[str]:
+    """Shell words of a command line, without a trailing comment."""
+    text = re.sub(r"\s#\s.*$", "", text)
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def deploy_problems(args: list[str], apps: dict[str, str], declared: Declared) -> Iterator[str]:
+    """Record the deployed application and check its resources."""
+    positional: list[str] = []
+    resources: list[str] = []
+    words = iter(args)
+    for word in words:
+        if word in DEPLOY_OPTIONS_WITH_VALUE:
+            value = next(words, "")
+            if word == "--resource":
+                resources.append(value.split("=", 1)[0])
+        elif not word.startswith("-"):
+            positional.append(word)
+    if not positional:
+        return
+    source = pathlib.Path(positional[0]).name
+    charm = next((name for name in ("garm-configurator", "garm") if name in source), None)
+    if charm is None:
+        return
+    apps[positional[1] if len(positional) > 1 else charm] = charm
+    for resource in resources:
+        if resource not in declared.names(charm, "resources"):
+            yield f"{charm} has no resource {resource!r}"
+
+
+def config_problems(args: list[str], apps: dict[str, str], declared: Declared) -> Iterator[str]:
+    """Options must exist; a configurator's first config (it sets `name`) sets every required."""
+    if not args or args[0] not in apps:
+        return
+    charm = apps[args[0]]
+    keys = [arg.split("=", 1)[0] for arg in args[1:] if "=" in arg]
+    for key in keys:
+        if key not in declared.names(charm, "options"):
+            yield f"{charm} has no option {key!r}"
+    if charm != "garm-configurator" or "name" not in keys:
+        return
+    for option in declared.required_options(charm):
+        if option not in keys:
+            yield f"leaves out the required option {option!r}"
+    if "org" not in keys and "repo" not in keys:
+        yield "sets neither 'org' nor 'repo'"
+
+
+def run_problems(args: list[str], apps: dict[str, str], declared: Declared) -> Iterator[str]:
+    """The action must exist."""
+    app = args[0].split("/")[0] if args else ""
+    if len(args) >= 2 and app in apps and args[1] not in declared.names(apps[app], "actions"):
+        yield f"{apps[app]} has no action {args[1]!r}"
+
+
+def integrate_problems(args: list[str], apps: dict[str, str], declared: Declared) -> Iterator[str]:
+    """Named endpoints must exist."""
+    for arg in args[:2]:
+        app, _, endpoint = arg.partition(":")
+        if endpoint and app in apps:
+            charm = apps[app]
+            endpoints = declared.names(charm, "requires") | declared.names(charm, "provides")
+            if endpoint not in endpoints:
+                yield f"{charm} has no endpoint {endpoint!r}"
+
+
+def attach_problems(args: list[str], apps: dict[str, str], declared: Declared) -> Iterator[str]:
+    """The resource must exist."""
+    if len(args) >= 2 and args[0] in apps:
+        resource = args[1].split("=", 1)[0]
+        if resource not in declared.names(apps[args[0]], "resources"):
+            yield f"{apps[args[0]]} has no resource {resource!r}"
+
+
+COMMAND_CHECKS: dict[str, Callable[[list[str], dict[str, str], Declared], Iterator[str]]] = {
+    "deploy": deploy_problems,
+    "config": config_problems,
+    "run": run_problems,
+    "integrate": integrate_problems,
+    "attach-resource": attach_problems,
+}
 
 
 def repo_files(suffix: str) -> Iterator[pathlib.Path]:
