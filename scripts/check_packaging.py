@@ -1,7 +1,7 @@
 """Check the charms' packaging conventions (run by `tox -e lint`).
 
 Each charm directory must have a README.md (its Charmhub page), an icon.svg, the repository's
-LICENSE, `assumes` naming
+LICENSE, a Terraform module (main.tf, variables.tf, outputs.tf, versions.tf), `assumes` naming
 the Juju version user secrets need, and `[project] dependencies` in pyproject.toml equal to its
 requirements.txt (charmcraft's uv plugin packs from uv.lock, tox installs requirements.txt).
 """
@@ -15,6 +15,7 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHARMS = ("garm", "garm-configurator")
 FILES = ("README.md", "icon.svg", "LICENSE", "uv.lock", "pyproject.toml", "requirements.txt")
+TERRAFORM = ("main.tf", "variables.tf", "outputs.tf", "versions.tf")
 ASSUMES = "juju >= 3.3"
 
 
@@ -31,6 +32,11 @@ def charm_problems(charm: pathlib.Path) -> list[str]:
     """What the charm directory lacks or gets wrong."""
     name = charm.relative_to(ROOT).as_posix()
     problems = [f"{name}: {file} is missing" for file in FILES if not (charm / file).is_file()]
+    problems += [
+        f"{name}: terraform/{file} is missing"
+        for file in TERRAFORM
+        if not (charm / "terraform" / file).is_file()
+    ]
     if problems:
         return problems
     if (charm / "LICENSE").read_bytes() != (ROOT / "LICENSE").read_bytes():
