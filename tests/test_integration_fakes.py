@@ -15,7 +15,6 @@ import pytest
 from integration.fake_services import (
     FakeGitHubApp,
     fake_provider_executable,
-    github_app_key,
     tarball,
 )
 
@@ -73,11 +72,6 @@ def test_provider_tarball_runs_the_fake_provider(tmp_path: pathlib.Path):
     assert created.returncode == 0, created.stderr
     assert json.loads(created.stdout)["status"] == "running"
     assert [i["name"] for i in json.loads(listed.stdout)] == ["garm-abc"]
-
-
-def test_github_app_key_is_pkcs1():
-    """Arrange: nothing. Act: make a key. Assert: PEM in the form GitHub issues (PKCS#1)."""
-    assert github_app_key().startswith("-----BEGIN RSA PRIVATE KEY-----")
 
 
 @pytest.fixture(autouse=True)

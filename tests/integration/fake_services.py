@@ -22,9 +22,6 @@ import tarfile
 import time
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-
 from fake_github import FakeGitHub
 from fake_github import server as fake_server
 
@@ -67,16 +64,6 @@ _TOKEN_ROUTE = (
 )
 if _TOKEN_ROUTE not in fake_server.ROUTES:
     fake_server.ROUTES.append(_TOKEN_ROUTE)
-
-
-def github_app_key() -> str:
-    """A fresh RSA key in PKCS#1 PEM, the form GitHub issues App keys in."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    ).decode()
 
 
 def tarball(directory: pathlib.Path, name: str, executable: bytes) -> pathlib.Path:

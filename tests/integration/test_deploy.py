@@ -25,12 +25,12 @@ from typing import Any
 
 import jubilant
 import pytest
+from configurator_publication import pkcs1_app_key
 
 from integration.fake_services import (
     FakeGitHubApp,
     RemoteForward,
     fake_provider_executable,
-    github_app_key,
     tarball,
 )
 
@@ -145,7 +145,7 @@ def test_label_change_leaves_one_generation_with_the_new_labels(
 def _deploy_configurator(juju: jubilant.Juju, garm: str) -> None:
     """Deploy the configurator with every required option, its secrets granted."""
     password = juju.add_secret("openstack-password", {"password": "fake-password"})
-    app_key = juju.add_secret("github-app-key", {"private-key": github_app_key()})
+    app_key = juju.add_secret("github-app-key", {"private-key": pkcs1_app_key()})
     juju.deploy(_required_path("GARM_CONFIGURATOR_CHARM"), CONFIGURATOR)
     juju.grant_secret("openstack-password", CONFIGURATOR)
     juju.grant_secret("github-app-key", CONFIGURATOR)
