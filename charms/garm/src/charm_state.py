@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from docs_links import SWITCH_DATABASE
+
 LogLevel = Literal["debug", "info", "warn", "error"]
 
 _DURATION = re.compile(r"^(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?$")
@@ -113,7 +115,7 @@ def _option_name(location: tuple[int | str, ...]) -> str:
 
 SQLITE: Final = "sqlite3"
 POSTGRESQL: Final = "postgresql"
-SWITCH_HOWTO: Final = "docs/how-to/switch-database.md"
+SWITCH_HOWTO: Final = SWITCH_DATABASE
 
 
 def backend_switch_problem(

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Final, Protocol, TypeVar
 
+from docs_links import SWITCH_DATABASE
 from garm_api import (
     ControllerInfo,
     GarmApiError,
@@ -243,8 +244,7 @@ def login(client: GarmClient, creds: BootstrapSecrets) -> bool:
         pass
     except GarmUnauthorized:
         raise BootstrapError(
-            "GARM refuses the admin credentials kept in the Juju secret; "
-            "see docs/how-to/switch-database.md"
+            f"GARM refuses the admin credentials kept in the Juju secret; see {SWITCH_DATABASE}"
         ) from None
     else:
         return False

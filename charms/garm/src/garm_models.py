@@ -3,7 +3,8 @@
 GARM omits fields that are false, zero or empty (Go `omitempty`), answers JSON `null` for empty
 lists, sends `[]byte` fields as base64 and stores labels case-insensitively. The `from_wire`
 parsers below absorb all of that, so code above `garm_api` never sees `None` for a flag, a count
-or a list, and compares labels through `normalise_label`. See REFERENCE §0, §4.3 and §11.
+or a list, and compares labels through `normalise_label`. See
+docs/reference/garm-behaviour.md, B1-B4.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class ScaleSet:
     """A scale set as GARM reports it.
 
     `extra_specs` and `template_name` are None when GARM did not send them: list responses never
-    carry them (REFERENCE §4.3), only `GET /scalesets/{id}` does.
+    carry them (garm-behaviour B1), only `GET /scalesets/{id}` does.
     """
 
     id: int
@@ -92,7 +93,7 @@ class ScaleSet:
 
     @classmethod
     def from_wire(cls, data: JsonObject) -> ScaleSet:
-        """Parse one `ScaleSet` object as GARM sends it (REFERENCE §4.3)."""
+        """Parse one `ScaleSet` object as GARM sends it (garm-behaviour B1)."""
         kind, entity_id, entity_name = _scaleset_entity(data)
         raw_extra_specs = data.get("extra_specs")
         return cls(
@@ -130,7 +131,7 @@ class ScaleSet:
 
 @dataclasses.dataclass(frozen=True)
 class Instance:
-    """A runner instance as GARM reports it (REFERENCE §5.2).
+    """A runner instance as GARM reports it (garm-behaviour B17).
 
     `scale_set_id` is GARM's numeric scale-set id (0 for pool runners); `provider_fault` is the
     decoded bytes of GARM's base64 field (empty when absent).
@@ -183,7 +184,7 @@ class ControllerInfo:
 
     @classmethod
     def from_wire(cls, data: JsonObject) -> ControllerInfo:
-        """Parse a `ControllerInfo` object (REFERENCE §2.3)."""
+        """Parse a `ControllerInfo` object (garm-behaviour B8)."""
         return cls(
             controller_id=_str(data, "controller_id"),
             hostname=_str(data, "hostname"),
@@ -208,7 +209,7 @@ class User:
 
     @classmethod
     def from_wire(cls, data: JsonObject) -> User:
-        """Parse a `User` object (REFERENCE §2.1)."""
+        """Parse a `User` object (garm-behaviour B8)."""
         return cls(
             id=_str(data, "id"),
             username=_str(data, "username"),
@@ -228,7 +229,7 @@ class Provider:
 
     @classmethod
     def from_wire(cls, data: JsonObject) -> Provider:
-        """Parse a `Provider` object (REFERENCE §7: the key is `type`)."""
+        """Parse a `Provider` object (garm-behaviour B2: the key is `type`)."""
         return cls(
             name=_str(data, "name"),
             type=_str(data, "type"),
@@ -249,7 +250,7 @@ class GithubEndpoint:
 
     @classmethod
     def from_wire(cls, data: JsonObject) -> GithubEndpoint:
-        """Parse a `ForgeEndpoint` object (REFERENCE §3.1)."""
+        """Parse a `ForgeEndpoint` object (garm-behaviour B9)."""
         return cls(
             name=_str(data, "name"),
             description=_str(data, "description"),
@@ -272,7 +273,7 @@ class GithubCredentials:
 
     @classmethod
     def from_wire(cls, data: JsonObject) -> GithubCredentials:
-        """Parse a `ForgeCredentials` object (the response key is `auth-type`, REFERENCE §3.2)."""
+        """Parse a `ForgeCredentials` object (response key `auth-type`, garm-behaviour B2)."""
         endpoint = data.get("endpoint")
         endpoint_name = _str(_json_object(endpoint), "name") if endpoint is not None else ""
         return cls(
@@ -302,7 +303,7 @@ class Entity:
 
     @classmethod
     def from_wire(cls, kind: EntityKind, data: JsonObject) -> Entity:
-        """Parse a repository or organization object (REFERENCE §3.3)."""
+        """Parse a repository or organization object (garm-behaviour B10)."""
         name = _str(data, "name")
         if kind is EntityKind.REPOSITORY:
             name = f"{_str(data, 'owner')}/{name}"
@@ -334,7 +335,7 @@ class Template:
 
     @classmethod
     def from_wire(cls, data: JsonObject) -> Template:
-        """Parse a `Template` object (REFERENCE §6: `data` is base64, `null` in lists)."""
+        """Parse a `Template` object (garm-behaviour B19: `data` is base64, `null` in lists)."""
         return cls(
             id=_int(data, "id"),
             name=_str(data, "name"),
@@ -351,7 +352,7 @@ class ScaleSetCreate:
     """What the charm asks GARM to create. Validate with `validate()` before sending.
 
     GARM checks these fields only after it has created the scale set at GitHub, and then answers
-    500 with no details (REFERENCE §4.5), so the client refuses them first.
+    500 with no details (garm-behaviour B13), so the client refuses them first.
     """
 
     name: str

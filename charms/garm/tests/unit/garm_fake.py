@@ -1,7 +1,7 @@
 """A small stateful GARM for unit tests: the bootstrap gates and GARM's real bodies.
 
-Gate bodies are the ones REFERENCE §2 documents; error bodies and the scale-set list come from
-the recordings in tests/contract/wire/.
+Gate bodies are the ones docs/reference/garm-behaviour.md B8 states; error bodies and the
+scale-set list come from the recordings in tests/contract/wire/.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ running/error/pending_delete/pending_force_delete. `tick()` is GARM's worker: id
 `min(min_idle + desired, max)` while enabled, idle runners above it removed, busy runners kept.
 
 Faults: `refuse` (the next calls of an operation answer 400 or 500), `outage` (every call raises
-`GarmUnreachable`), `keep_deletes` (DELETE answers 200 and keeps the scale set, REFERENCE C9),
+`GarmUnreachable`), `keep_deletes` (a DELETE answers 200, the set stays: garm-behaviour B15),
 `drop_labels` (labels GARM/GitHub silently drops at creation).
 """
 
@@ -409,7 +409,7 @@ class MemoryGarm:
         return Entity.from_wire(kind, body)
 
     def _wire(self, row: _Row, *, with_details: bool = False) -> dict[str, Any]:
-        """The body GARM sends: absent when false/0/empty (REFERENCE §4.3)."""
+        """The body GARM sends: absent when false/0/empty (garm-behaviour B1)."""
         prefix = {
             EntityKind.REPOSITORY: "repo",
             EntityKind.ORGANIZATION: "org",

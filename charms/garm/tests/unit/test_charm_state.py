@@ -107,4 +107,6 @@ def test_backend_switch_rule(
 
     assert (problem is not None) is blocked
     if problem is not None:
-        assert "docs/how-to/switch-database.md" in problem
+        assert problem.endswith(
+            "https://github.com/canonical/garm-operator/blob/main/docs/how-to/switch-database.md"
+        )

@@ -1,7 +1,8 @@
 """garm_api against real HTTP, answering with bodies recorded from a running GARM.
 
 Recordings live in tests/contract/wire/ (copied from a GARM at commit afda4e76). Where GARM's
-behaviour was not recorded, the body is the one REFERENCE.md documents, built from a recording.
+behaviour was not recorded, the body is the one docs/reference/garm-behaviour.md states, built
+from a recording.
 """
 
 from __future__ import annotations
@@ -464,7 +465,7 @@ def test_error_statuses_map_to_types(
 def test_409_gates_are_distinct(
     httpserver: HTTPServer, client: GarmClient, body: dict[str, str], kind: type[GarmApiError]
 ):
-    """Arrange: GARM's 409 bodies (REFERENCE §2). Act: controller-info. Assert: exact type."""
+    """Arrange: GARM's 409 bodies (garm-behaviour B8). Act: controller-info. Assert: exact type."""
     httpserver.expect_request("/api/v1/controller-info").respond_with_json(body, status=409)
 
     with pytest.raises(kind) as raised:

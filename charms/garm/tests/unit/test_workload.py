@@ -289,7 +289,7 @@ def _pin(monkeypatch: pytest.MonkeyPatch, name: str, content: bytes) -> None:
 def test_rendered_config_has_every_key_garm_requires(installed: Workload):
     """Arrange: an installed workload. Act: apply a config with one provider and a proxy.
 
-    Assert: config.toml parses and carries what GARM validates at start (REFERENCE §1.3).
+    Assert: config.toml parses and carries what GARM validates at start (garm-behaviour B6).
     """
     installed.apply(
         config(
