@@ -576,11 +576,15 @@ class _Handler(BaseHTTPRequestHandler):
         with self.github.lock:
             self.github.calls.append((method, self.path, answer.status))
         payload = b"" if answer.body is None else json.dumps(answer.body).encode()
-        self.send_response(answer.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        try:
+            self.send_response(answer.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            # GARM closed a held long poll (stopping, or a listener restart): nobody to answer.
+            self.close_connection = True
 
     def _answer(self, method: str, path: str, raw: bytes, query: dict[str, list[str]]) -> Answer:
         authorization = self.headers.get("Authorization", "")
