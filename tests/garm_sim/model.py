@@ -127,7 +127,8 @@ class Instance:
     updated_at: str
     created_ns: int
     status: str = "running"
-    runner_status: str = "idle"
+    # GARM sets `pending` at creation; only the runner itself (or GitHub listing it) moves it on.
+    runner_status: str = "pending"
     provider_fault: bytes = b""
 
 
