@@ -45,7 +45,8 @@ class RealGarm:
         garm_bin: path of the GARM server binary.
         workdir: an empty directory for the config, database, logs and provider state.
         provider: the provider name to configure.
-        github: the fake GitHub to use (default: a new one, started and stopped with GARM).
+        github: the fake GitHub to use (default: a new one); one not yet running is started and
+            stopped with GARM, one already running is left to its owner.
         version: `v0.2.1` or `newer` (default: asked from the binary's `--version`).
     """
 
@@ -64,6 +65,7 @@ class RealGarm:
         self.github = github or FakeGitHub()
         self._version = version
         self.proxy = ProxySink()
+        self._own_github = False
         self.port = _free_port()
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -106,7 +108,8 @@ class RealGarm:
         Raises:
             RuntimeError: when GARM exits or does not answer within the start timeout.
         """
-        if self.github.port == 0:
+        self._own_github = not self.github.running
+        if self._own_github:
             self.github.start()
         self.proxy.start()
         config = self.write_config()
@@ -121,7 +124,7 @@ class RealGarm:
         self._wait_until_serving()
 
     def stop(self) -> None:
-        """Stop GARM (SIGTERM, then SIGKILL after 10 s), the proxy sink and the fake GitHub."""
+        """Stop GARM (SIGTERM, then SIGKILL after 10 s), the proxy sink and our fake GitHub."""
         if self._process is not None:
             self._process.terminate()
             try:
@@ -131,7 +134,8 @@ class RealGarm:
                 self._process.wait(timeout=5)
             self._process = None
         self.proxy.stop()
-        self.github.stop()
+        if self._own_github:
+            self.github.stop()
 
     def log_text(self) -> str:
         """Return everything GARM printed so far (standard output and error)."""

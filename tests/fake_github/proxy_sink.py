@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from fake_github.loopback import LoopbackServer
 
 REFUSAL = b"proxy sink: no outbound traffic from tests\n"
 
@@ -25,7 +26,7 @@ class ProxiedRequest:
     target: str
 
 
-class ProxySink:
+class ProxySink(LoopbackServer):
     """The proxy; answers 403 to `CONNECT` and 502 to anything else.
 
     Args:
@@ -33,15 +34,9 @@ class ProxySink:
     """
 
     def __init__(self, port: int = 0) -> None:
-        self.port = port
+        super().__init__(port)
         self._requests: list[ProxiedRequest] = []
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        """Return the proxy URL for `HTTP_PROXY`/`HTTPS_PROXY`."""
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def requests(self) -> list[ProxiedRequest]:
@@ -49,36 +44,9 @@ class ProxySink:
         with self._lock:
             return list(self._requests)
 
-    def __enter__(self) -> ProxySink:
-        """Start serving."""
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        """Stop serving."""
-        self.stop()
-
-    def start(self) -> None:
-        """Serve in a background thread."""
-        handler = type("Handler", (_Handler,), {"sink": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-
-    def stop(self) -> None:
-        """Stop serving."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        """Return the request handler bound to this sink."""
+        return type("Handler", (_Handler,), {"sink": self})
 
     def record(self, method: str, target: str) -> None:
         """Remember one request."""
@@ -89,37 +57,20 @@ class ProxySink:
 class _Handler(BaseHTTPRequestHandler):
     sink: ProxySink
 
-    def do_CONNECT(self) -> None:
-        self._refuse(403)
-
-    def do_GET(self) -> None:
-        self._refuse(502)
-
-    def do_HEAD(self) -> None:
-        self._refuse(502)
-
-    def do_POST(self) -> None:
-        self._refuse(502)
-
-    def do_PUT(self) -> None:
-        self._refuse(502)
-
-    def do_PATCH(self) -> None:
-        self._refuse(502)
-
-    def do_DELETE(self) -> None:
-        self._refuse(502)
-
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: `ProxySink.requests` is the record."""
 
-    def _refuse(self, status: int) -> None:
+    def refuse(self) -> None:
+        """Record the request and refuse it: 403 to CONNECT, 502 to anything else."""
         self.sink.record(self.command, self.path)
         self.close_connection = True
-        self.send_response(status)
+        self.send_response(403 if self.command == "CONNECT" else 502)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(REFUSAL)))
         self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(REFUSAL)
+
+    # The stdlib dispatches on these names.
+    do_CONNECT = do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = refuse  # noqa: N815
