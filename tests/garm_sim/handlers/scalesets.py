@@ -107,8 +107,8 @@ def update_scaleset(request: Request) -> Response:
 def delete_scaleset(request: Request) -> Response:
     """Delete: 200 empty, also for unknown ids; refused while instances exist or enabled.
 
-    When GitHub does not confirm the delete with 204, GARM still answers 200 and keeps the
-    scale set (REFERENCE C9).
+    When GitHub does not confirm the delete with 204 (500, 404, bad credentials), GARM still
+    answers 200 and keeps the scale set: a 200 proves nothing until a list confirms it.
     """
     state = request.state
     scaleset = state.scalesets.get(parse_numeric_id(request.params["id"]))
