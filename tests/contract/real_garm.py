@@ -1,12 +1,18 @@
-"""Run a real GARM binary (GARM_BIN) on loopback with SQLite, a fake GitHub and a fake provider.
+"""Run a real GARM binary on loopback with SQLite, a fake GitHub, a fake provider and no egress.
 
-The layout follows REFERENCE §1.4 (minimal sqlite config) and §9 (what GARM calls at GitHub).
-Everything lives in one temporary directory and listens on 127.0.0.1 only.
+Everything lives in one temporary directory and listens on 127.0.0.1 only. GARM gets
+`HTTP_PROXY`/`HTTPS_PROXY` (and, for versions that read it, a `[proxy]` config section) pointing
+at a `ProxySink`, so whatever it tries to reach beyond loopback (the default garm-agent releases
+index on api.github.com, for one) is refused there without a DNS lookup; `dns_lookups()` reads
+GARM's log for the proof. Other test packages import this module as `contract.real_garm` with
+`tests/` on `sys.path`.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import secrets
 import socket
 import subprocess
@@ -15,12 +21,21 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from contract.garm_http import call
 from fake_github import FakeGitHub
+from fake_github.proxy_sink import ProxySink
 
 PROVIDER_SOURCE = Path(__file__).parent.parent / "fake_github" / "fake_provider.py"
 START_TIMEOUT = 30.0
+# The GARM release the charm installs; every other build is treated as the newer main branch.
+V021 = "v0.2.1"
+NEWER = "newer"
+GARM_VERSIONS = (V021, NEWER)
+# Go's resolver errors ("dial tcp: lookup api.github.com on 127.0.0.53:53: no such host").
+_DNS_LOOKUP = re.compile(r"dial tcp: lookup |no such host|\blookup [\w.-]+(?: on |: )")
+NO_PROXY = "127.0.0.1,localhost,::1"
 
 
 class RealGarm:
@@ -30,13 +45,27 @@ class RealGarm:
         garm_bin: path of the GARM server binary.
         workdir: an empty directory for the config, database, logs and provider state.
         provider: the provider name to configure.
+        github: the fake GitHub to use (default: a new one); one not yet running is started and
+            stopped with GARM, one already running is left to its owner.
+        version: `v0.2.1` or `newer` (default: asked from the binary's `--version`).
     """
 
-    def __init__(self, garm_bin: str, workdir: Path, provider: str) -> None:
+    def __init__(
+        self,
+        garm_bin: str,
+        workdir: Path,
+        provider: str = "fake",
+        *,
+        github: FakeGitHub | None = None,
+        version: str | None = None,
+    ) -> None:
         self.garm_bin = garm_bin
         self.workdir = workdir
         self.provider = provider
-        self.github = FakeGitHub()
+        self.github = github or FakeGitHub()
+        self._version = version
+        self.proxy = ProxySink()
+        self._own_github = False
         self.port = _free_port()
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -50,22 +79,52 @@ class RealGarm:
         """Return the file GARM logs to (read it when a test fails)."""
         return self.workdir / "garm.log"
 
+    @property
+    def version(self) -> str:
+        """Return `v0.2.1` or `newer` (asked from the binary once, unless given)."""
+        if self._version is None:
+            self._version = garm_version(self.garm_bin)
+        return self._version
+
+    @property
+    def proxy_url(self) -> str:
+        """Return the loopback proxy sink's URL (GARM's HTTP_PROXY and HTTPS_PROXY)."""
+        return self.proxy.url
+
+    def environment(self) -> dict[str, str]:
+        """Return GARM's process environment: a minimal one plus the proxy settings.
+
+        Only the proxy variables reach v0.2.1 (it has no `[proxy]` section); Go reads them once,
+        at the first outbound request, and never proxies loopback addresses.
+        """
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.workdir),
+        } | proxy_environment(self.proxy_url)
+
     def start(self) -> None:
-        """Start the fake GitHub and GARM, and wait until GARM answers HTTP.
+        """Start the fake GitHub, the proxy sink and GARM; wait until GARM answers HTTP.
 
         Raises:
             RuntimeError: when GARM exits or does not answer within the start timeout.
         """
-        self.github.start()
+        self._own_github = not self.github.running
+        if self._own_github:
+            self.github.start()
+        self.proxy.start()
         config = self.write_config()
         with self.log_path.open("wb") as log:
             self._process = subprocess.Popen(
-                [self.garm_bin, "--config", str(config)], stdout=log, stderr=subprocess.STDOUT
+                [self.garm_bin, "--config", str(config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.environment(),
+                cwd=self.workdir,
             )
         self._wait_until_serving()
 
     def stop(self) -> None:
-        """Stop GARM (SIGTERM, then SIGKILL after 10 s) and the fake GitHub."""
+        """Stop GARM (SIGTERM, then SIGKILL after 10 s), the proxy sink and our fake GitHub."""
         if self._process is not None:
             self._process.terminate()
             try:
@@ -74,19 +133,39 @@ class RealGarm:
                 self._process.kill()
                 self._process.wait(timeout=5)
             self._process = None
-        self.github.stop()
+        self.proxy.stop()
+        if self._own_github:
+            self.github.stop()
+
+    def log_text(self) -> str:
+        """Return everything GARM printed so far (standard output and error)."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def dns_lookups(self) -> list[str]:
+        """Return the lines of GARM's log that show a DNS lookup (should be none)."""
+        return dns_lookups(self.log_text())
+
+    def assert_no_dns_lookup(self) -> None:
+        """Fail with the offending lines when GARM's log shows a DNS lookup."""
+        lookups = self.dns_lookups()
+        assert not lookups, f"GARM resolved a name (see {self.log_path}): {lookups[:5]}"
 
     def bootstrap(self, username: str, password: str) -> tuple[str, str]:
         """First-run, login, URLs, a fake-GitHub endpoint, PAT credentials and a repository.
 
+        The controller's `garm_agent_releases_url` is pointed at the fake GitHub (the default
+        is api.github.com; newer GARMs fetch and validate it synchronously).
+
         Returns:
             The admin token and the repository id.
+
+        Raises:
+            RuntimeError: when GARM refuses a step (the message has GARM's answer).
         """
         user = {"username": username, "email": f"{username}@example.com", "password": password}
-        call(self.url, "POST", "/first-run", user)
-        token = call(self.url, "POST", "/auth/login", user).json["token"]
-        urls = {"metadata_url": f"{self.url}/api/v1/metadata", "callback_url": f"{self.url}/cb"}
-        call(self.url, "PUT", "/controller", urls, token=token)
+        self.expect("POST", "/first-run", user)
+        token = self.expect("POST", "/auth/login", user)["token"]
+        self.expect("PUT", "/controller", self.controller_settings(), token=token)
         endpoint = {
             "name": "fake-ghes",
             "description": "fake GitHub on loopback",
@@ -94,7 +173,7 @@ class RealGarm:
             "api_base_url": f"{self.github.url}/api/v3/",
             "upload_base_url": f"{self.github.url}/api/uploads/",
         }
-        call(self.url, "POST", "/github/endpoints", endpoint, token=token)
+        self.expect("POST", "/github/endpoints", endpoint, token=token)
         creds = {
             "name": "fake-pat",
             "description": "PAT for fake GitHub",
@@ -102,14 +181,29 @@ class RealGarm:
             "auth_type": "pat",
             "pat": {"oauth2_token": self.github.config.token},
         }
-        call(self.url, "POST", "/github/credentials", creds, token=token)
+        self.expect("POST", "/github/credentials", creds, token=token)
         repo = {
             "owner": "fake-org",
             "name": "fake-repo",
             "credentials_name": "fake-pat",
             "webhook_secret": secrets.token_hex(16),
         }
-        return token, call(self.url, "POST", "/repositories", repo, token=token).json["id"]
+        return token, self.expect("POST", "/repositories", repo, token=token)["id"]
+
+    def controller_settings(self) -> dict[str, str]:
+        """Return the `PUT /controller` body: URLs on GARM, agent releases on the fake GitHub."""
+        return {
+            "metadata_url": f"{self.url}/api/v1/metadata",
+            "callback_url": f"{self.url}/cb",
+            "garm_agent_releases_url": self.github.releases_url,
+        }
+
+    def expect(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
+        """Call GARM; return the decoded answer, or raise RuntimeError unless it is 2xx."""
+        reply = call(self.url, method, path, body, **kwargs)
+        if not 200 <= reply.status < 300:
+            raise RuntimeError(f"GARM answered {method} {path} with {reply.status}: {reply.raw}")
+        return reply.json
 
     def write_config(self) -> Path:
         """Write the fake provider and GARM's config.toml; return the config's path."""
@@ -133,8 +227,15 @@ class RealGarm:
                 executable=provider,
                 provider_config=provider_config,
             )
+            + self._proxy_section()
         )
         return config
+
+    def _proxy_section(self) -> str:
+        # v0.2.1 has no [proxy] section (it would ignore it): its proxies come from the env.
+        if self.version == V021:
+            return ""
+        return _PROXY.format(proxy=self.proxy_url, no_proxy=NO_PROXY)
 
     def _wait_until_serving(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT
@@ -180,6 +281,36 @@ description = "contract-suite fake provider"
   provider_executable = "{executable}"
   config_file = "{provider_config}"
 """
+
+
+_PROXY = """
+[proxy]
+http_proxy = "{proxy}"
+https_proxy = "{proxy}"
+no_proxy = "{no_proxy}"
+"""
+
+
+def garm_version(garm_bin: str) -> str:
+    """Return `v0.2.1` when the binary's `--version` says exactly that, else `newer`.
+
+    Both flag parsers (v0.2.1's `flag`, the newer cobra) print the version for `--version`.
+    """
+    printed = subprocess.run(
+        [garm_bin, "--version"], capture_output=True, text=True, timeout=10, check=True
+    ).stdout.strip()
+    return V021 if printed == V021 else NEWER
+
+
+def proxy_environment(proxy_url: str, no_proxy: str = NO_PROXY) -> dict[str, str]:
+    """Return HTTP(S)_PROXY and NO_PROXY, both spellings, for a Go process."""
+    values = {"http_proxy": proxy_url, "https_proxy": proxy_url, "no_proxy": no_proxy}
+    return values | {key.upper(): value for key, value in values.items()}
+
+
+def dns_lookups(log: str) -> list[str]:
+    """Return the lines of a GARM log that show a DNS lookup (Go's resolver errors)."""
+    return [line for line in log.splitlines() if _DNS_LOOKUP.search(line)]
 
 
 def _free_port() -> int:

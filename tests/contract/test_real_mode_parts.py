@@ -19,8 +19,9 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from contract.real_garm import PROVIDER_SOURCE, RealGarm
+from contract.real_garm import PROVIDER_SOURCE, RealGarm, dns_lookups
 from fake_github import FakeGitHub, FakeGitHubConfig
+from fake_github.proxy_sink import ProxySink
 
 PAT = "fake-pat-token"
 SETS = "/_services/pipelines/fake/_apis/runtime/runnerscalesets"
@@ -220,7 +221,7 @@ def test_real_garm_config_follows_the_minimal_sqlite_layout(tmp_path: Path):
     Assert: loopback IP bind, 32-character passphrase, absolute db path, external provider with
     an executable script whose shebang is absolute.
     """
-    real = RealGarm("/nonexistent/garm", tmp_path, "fake")
+    real = RealGarm("/nonexistent/garm", tmp_path, "fake", version="v0.2.1")
 
     config = tomllib.loads(real.write_config().read_text())
 
@@ -232,3 +233,70 @@ def test_real_garm_config_follows_the_minimal_sqlite_layout(tmp_path: Path):
     assert (provider_entry["name"], provider_entry["provider_type"]) == ("fake", "external")
     assert os.access(script, os.X_OK)
     assert script.read_text().startswith(f"#!{sys.executable}\n")
+
+
+@pytest.mark.parametrize(("version", "has_section"), [("v0.2.1", False), ("newer", True)])
+def test_real_garm_proxies_point_at_the_loopback_sink(
+    tmp_path: Path, version: str, has_section: bool
+):
+    """Arrange: a RealGarm for one GARM version. Act: render its config and environment.
+
+    Assert: HTTP(S)_PROXY in both spellings name the loopback sink and NO_PROXY covers
+    loopback; only the newer GARM gets a `[proxy]` section (v0.2.1 has none).
+    """
+    real = RealGarm("/nonexistent/garm", tmp_path, "fake", version=version)
+
+    config = tomllib.loads(real.write_config().read_text())
+    env = real.environment()
+
+    assert ("proxy" in config) is has_section
+    for key in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        assert env[key] == real.proxy_url
+    assert real.proxy_url.startswith("http://127.0.0.1:")
+    assert {"127.0.0.1", "localhost"} <= set(env["NO_PROXY"].split(","))
+    if has_section:
+        assert config["proxy"]["https_proxy"] == real.proxy_url
+
+
+def test_proxy_sink_refuses_and_records():
+    """Arrange: the proxy sink. Act: a proxied http GET and an https CONNECT through it.
+
+    Assert: 502 and 403 (nothing forwarded), both requests recorded with their targets.
+    """
+    with ProxySink() as sink:
+        opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({"http": sink.url, "https": sink.url})
+        )
+        answers: list[int | str] = []
+        for url in ("http://example.invalid/x", "https://api.github.com/rate_limit"):
+            try:
+                opener.open(url, timeout=5)
+            except urllib.error.HTTPError as error:
+                answers.append(error.code)
+            except urllib.error.URLError as error:
+                answers.append(str(error.reason))
+
+    assert answers[0] == 502
+    assert "403" in str(answers[1])
+    assert [(r.method, r.target) for r in sink.requests] == [
+        ("GET", "http://example.invalid/x"),
+        ("CONNECT", "api.github.com:443"),
+    ]
+
+
+def test_dns_lookup_lines_are_found():
+    """Arrange: GARM log lines with and without resolver errors. Act: dns_lookups.
+
+    Assert: only Go's resolver errors are reported.
+    """
+    log = "\n".join(
+        [
+            'level=INFO msg="Loading provider" provider=fake',
+            'level=ERROR msg="x" error="dial tcp: lookup api.github.com on 127.0.0.53:53: '
+            'no such host"',
+            'level=ERROR msg="y" error="lookup api.github.com: i/o timeout"',
+            'level=WARN msg="failed to get scale set" error="not found"',
+        ]
+    )
+
+    assert len(dns_lookups(log)) == 2

@@ -140,13 +140,17 @@ def test_clock_drives_timestamps(garm: Garm):
     assert first["created_at"][14:19] == second["created_at"][14:19]
 
 
-def test_standalone_prints_url_and_credentials():
-    """Arrange: nothing. Act: run `python -m garm_sim --port 0` from tests/.
+@pytest.mark.parametrize(
+    ("option", "version"), [((), "v0.2.1"), (("--garm-version", "newer"), "newer")]
+)
+def test_standalone_prints_url_and_credentials(option: tuple[str, ...], version: str):
+    """Arrange: nothing. Act: run `python -m garm_sim --port 0 [--garm-version V]` from tests/.
 
-    Assert: it prints its URL and the admin password, and the URL answers.
+    Assert: it prints its URL, the version it answers as (v0.2.1 by default) and the admin
+    password; the URL answers, with the controller info of that version.
     """
     process = subprocess.Popen(
-        [sys.executable, "-m", "garm_sim", "--port", "0"],
+        [sys.executable, "-m", "garm_sim", "--port", "0", *option],
         cwd=TESTS_DIR,
         stdout=subprocess.PIPE,
         text=True,
@@ -159,12 +163,15 @@ def test_standalone_prints_url_and_credentials():
         url = first.split()[4]
         password = password_line.split(": ", 1)[1].strip()
         login = call(url, "POST", "/auth/login", {"username": "admin", "password": password})
+        info = call(url, "GET", "/controller-info", token=login.json["token"]).json
     finally:
         process.terminate()
         process.wait(timeout=5)
 
     assert first.startswith("GARM simulator listening on http://127.0.0.1:")
+    assert first.rstrip().endswith(f"answering as GARM {version}")
     assert login.status == 200
+    assert ("garm_agent_version" in info) is (version == "newer")
 
 
 def test_concurrent_requests_are_all_answered(garm: Garm):

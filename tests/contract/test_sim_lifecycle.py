@@ -229,7 +229,8 @@ def test_active_runners_are_never_scaled_down(garm: Garm):
 def test_finished_job_runner_is_replaced(garm: Garm):
     """Arrange: an enabled scale set with one idle runner. Act: run and finish a job on it.
 
-    Assert: the runner is active during the job; afterwards a different idle runner serves.
+    Assert: the runner is active during the job; afterwards a different runner serves, `pending`
+    like every runner GARM has created and no real runner has reported for yet.
     """
     garm.create_scaleset("ephemeral", enabled=True, min_idle_runners=1)
     runner = garm.sim.start_job("ephemeral")
@@ -241,7 +242,7 @@ def test_finished_job_runner_is_replaced(garm: Garm):
     assert [(i["name"], i["runner_status"]) for i in during] == [(runner, "active")]
     assert len(after) == 1
     assert after[0]["name"] != runner
-    assert after[0]["runner_status"] == "idle"
+    assert after[0]["runner_status"] == "pending"
 
 
 def test_force_removed_instance_goes_and_disabled_set_does_not_replace_it(garm: Garm):

@@ -9,8 +9,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from contract.conftest import Garm, scaleset_body
+from contract.conftest import Garm, bootstrap_over_http, scaleset_body
 from contract.garm_http import assert_same_shape, recorded_body, recording
+from garm_sim import GarmSim
 
 
 def _app_key(encoding: serialization.PrivateFormat) -> str:
@@ -60,9 +61,10 @@ def test_pkcs1_app_key_is_accepted_and_pkcs8_is_a_server_error(garm: Garm):
 
 
 def test_credentials_have_the_recorded_shape_and_refuse_duplicates(garm: Garm):
-    """Arrange: PAT credentials `fake-pat` exist. Act: create `FAKE-PAT` and read `fake-pat`.
+    """Arrange: PAT credentials `fake-pat` exist. Act: create `FAKE-PAT` and list credentials.
 
-    Assert: 409 for the duplicate; the existing credentials have the recorded shape (`auth-type`).
+    Assert: 409 for the duplicate; the existing credentials have the recorded shape (`auth-type`)
+    followed by GitHub's `rate_limit` (limit, remaining, reset; `used` omitted while 0).
     """
     pat = {"oauth2_token": "t"}
     duplicate = garm.call(
@@ -70,25 +72,41 @@ def test_credentials_have_the_recorded_shape_and_refuse_duplicates(garm: Garm):
         "/github/credentials",
         {"name": "FAKE-PAT", "endpoint": "github.com", "auth_type": "pat", "pat": pat},
     )
-    existing = garm.call("GET", "/github/credentials/1").json
+    existing = garm.call("GET", "/github/credentials").json[0]
 
     assert duplicate.status == 409
     recorded = recording("111_x_create_org")["json"]["credentials"]
-    assert_same_shape(existing, recorded)
+    rate_limit = {"limit": 5000, "remaining": 5000, "reset": 1}
+    assert_same_shape(existing, recorded | {"rate_limit": rate_limit})
     assert existing["auth-type"] == "pat"
 
 
-def test_repository_needs_a_webhook_secret(garm: Garm):
-    """Arrange: credentials exist. Act: create a repository without a webhook secret.
+@pytest.mark.parametrize(
+    ("garm_version", "answer"),
+    [
+        ("v0.2.1", (500, {"error": "Server error", "details": ""})),
+        (
+            "newer",
+            (400, {"error": "Bad Request", "details": "error validating params: missing secret"}),
+        ),
+    ],
+)
+def test_repository_needs_a_webhook_secret(garm_version: str, answer: tuple[int, Any]):
+    """Arrange: a simulator of one GARM version with credentials.
 
-    Assert: 400 and no new repository.
+    Act: create a repository without a webhook secret.
+
+    Assert: v0.2.1 answers 500 without details, the newer GARM 400 `missing secret`; no new
+    repository either way.
     """
-    body = {"owner": "o", "name": "r", "credentials_name": "fake-pat"}
+    with GarmSim(["fake"], garm_version=garm_version) as sim:
+        garm = bootstrap_over_http(sim)
+        body = {"owner": "o", "name": "r", "credentials_name": "fake-pat"}
 
-    reply = garm.call("POST", "/repositories", body)
+        reply = garm.call("POST", "/repositories", body)
 
-    assert reply.status == 400
-    assert len(garm.call("GET", "/repositories").json) == 1
+        assert (reply.status, reply.json) == answer
+        assert len(garm.call("GET", "/repositories").json) == 1
 
 
 def test_repository_lookup_is_case_sensitive_but_duplicates_are_not(garm: Garm):

@@ -1,7 +1,8 @@
-"""HTTP-only behaviours run against the simulator and, with GARM_BIN set, a real GARM.
+"""HTTP-only behaviours run against the four targets: sim and real, as v0.2.1 and newer.
 
-Each test here uses nothing but the API, so the same assertions hold for both; the real-GARM
-parametrisation is skipped (with the reason) when GARM_BIN is not set.
+The targets are `sim-v0.2.1`, `sim-newer`, `real-v0.2.1` and `real-newer`. Each test here
+uses nothing but the API, so the same assertions hold for all; a real target is skipped
+(with the reason) when its binary is not found.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 GARM runs it with no arguments and a clean environment; `GARM_COMMAND` says what to do and
 `GARM_PROVIDER_CONFIG_FILE` names a JSON file `{"state_file": "..."}`. Stdout carries only the
-JSON result; exit code 30 means "not found" (REFERENCE §1.6).
+JSON result; exit code 30 means "not found" (GARM's external provider interface v0.1.0).
 """
 
 from __future__ import annotations

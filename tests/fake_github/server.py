@@ -13,10 +13,11 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
+
+from fake_github.loopback import LoopbackServer
 
 PIPELINE = "/_services/pipelines/fake"
 _TOKEN_SECONDS = 3600 * 6
@@ -58,7 +59,7 @@ Route = tuple[
 ]
 
 
-class FakeGitHub:
+class FakeGitHub(LoopbackServer):
     """GitHub as GARM sees it, on 127.0.0.1.
 
     Args:
@@ -67,8 +68,8 @@ class FakeGitHub:
     """
 
     def __init__(self, port: int = 0, config: FakeGitHubConfig | None = None) -> None:
+        super().__init__(port)
         self.config = config or FakeGitHubConfig()
-        self.port = port
         self.scale_sets: dict[int, dict[str, Any]] = {}
         self.sessions: dict[str, int] = {}
         self.runners: dict[int, dict[str, Any]] = {}
@@ -80,49 +81,20 @@ class FakeGitHub:
         self.lock = threading.RLock()
         self._stopping = threading.Event()
         self._next_id = 1
-        self._server: ThreadingHTTPServer | None = None
-
-    @property
-    def url(self) -> str:
-        """Return the base URL (`base_url` of the GARM endpoint)."""
-        return f"http://127.0.0.1:{self.port}"
 
     @property
     def releases_url(self) -> str:
         """Return a garm-agent releases index (GARM's `garm_agent_releases_url`)."""
         return f"{self.url}{RELEASES}"
 
-    def __enter__(self) -> FakeGitHub:
-        """Start serving."""
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        """Stop serving."""
-        self.stop()
-
-    def start(self) -> None:
-        """Serve in a background thread."""
-        handler = type("Handler", (_Handler,), {"github": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        """Return the request handler bound to this fake."""
+        return type("Handler", (_Handler,), {"github": self})
 
     def stop(self) -> None:
         """Stop serving; held long polls end at once."""
         self._stopping.set()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        super().stop()
 
     def set_assigned_jobs(self, scale_set_id: int, count: int) -> None:
         """Make the next message-queue poll report `count` assigned jobs (desired runners)."""
@@ -576,11 +548,15 @@ class _Handler(BaseHTTPRequestHandler):
         with self.github.lock:
             self.github.calls.append((method, self.path, answer.status))
         payload = b"" if answer.body is None else json.dumps(answer.body).encode()
-        self.send_response(answer.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        try:
+            self.send_response(answer.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            # GARM closed a held long poll (stopping, or a listener restart): nobody to answer.
+            self.close_connection = True
 
     def _answer(self, method: str, path: str, raw: bytes, query: dict[str, list[str]]) -> Answer:
         authorization = self.headers.get("Authorization", "")

@@ -6,6 +6,7 @@ import argparse
 import threading
 
 from garm_sim.sim import GarmSim
+from garm_sim.versions import GARM_VERSIONS, V021
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -17,10 +18,25 @@ def main(argv: list[str] | None = None) -> None:
         "--fresh", action="store_true", help="start uninitialised (no admin, no URLs)"
     )
     parser.add_argument("--boot-seconds", type=float, default=0.0, help="runner boot time")
+    parser.add_argument(
+        "--garm-version",
+        choices=GARM_VERSIONS,
+        default=V021,
+        help="the GARM to answer as: the release the charm installs, or the newer main branch",
+    )
     args = parser.parse_args(argv)
-    sim = GarmSim(args.provider, port=args.port, boot_seconds=args.boot_seconds)
+    sim = GarmSim(
+        args.provider,
+        port=args.port,
+        boot_seconds=args.boot_seconds,
+        garm_version=args.garm_version,
+    )
     sim.start()
-    print(f"GARM simulator listening on {sim.url} (API under {sim.url}/api/v1)", flush=True)
+    print(
+        f"GARM simulator listening on {sim.url} (API under {sim.url}/api/v1), "
+        f"answering as GARM {sim.garm_version}",
+        flush=True,
+    )
     if not args.fresh:
         sim.bootstrap()
         print(f"admin username: admin\nadmin password: {sim.admin_password}", flush=True)

@@ -8,17 +8,15 @@ import hmac
 import json
 import re
 import secrets
-import string
 from typing import Any, cast
 
 from garm_sim.errors import authentication_failed, init_required, urls_required
+from garm_sim.password import is_strong
 from garm_sim.routing import Gate
 from garm_sim.state import SimState
 
 TOKEN_TTL_SECONDS = 24 * 3600
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_MIN_STRONG_LENGTH = 12
-_MIN_CHARACTER_CLASSES = 3
 
 
 class TokenSigner:
@@ -117,26 +115,6 @@ def user_problem(username: str, email: str, password: str) -> str | None:
     if not is_strong(password):
         return "password is too weak"
     return None
-
-
-def is_strong(password: str) -> bool:
-    """Approximate zxcvbn score 4: long, mixed, and not one repeated character.
-
-    GARM rejects anything below zxcvbn's top score; a long password from at least three
-    character classes passes here, short or simple ones do not.
-    """
-    classes = [
-        any(c in string.ascii_lowercase for c in password),
-        any(c in string.ascii_uppercase for c in password),
-        any(c in string.digits for c in password),
-        any(not c.isalnum() for c in password),
-    ]
-    return (
-        len(password) >= _MIN_STRONG_LENGTH
-        and sum(classes) >= _MIN_CHARACTER_CLASSES
-        and len(set(password)) > len(password) // 3
-        and "password" not in password.lower()
-    )
 
 
 def _b64url(data: bytes) -> str:

@@ -3,7 +3,7 @@
 GARM creates, renames and deletes each scale set at GitHub (the Actions service) and maps
 GitHub's refusals onto its own answers. The switches here reproduce what the charm must survive:
 a name-length limit, labels silently dropped by older GHES, bad credentials, and deletes that
-GitHub does not confirm with 204 (GARM then answers 200 but keeps the scale set, REFERENCE C9).
+GitHub does not confirm with 204 (GARM then answers 200 but keeps the scale set).
 """
 
 from __future__ import annotations

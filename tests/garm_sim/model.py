@@ -36,6 +36,7 @@ class Controller:
     agent_url: str = ""
     minimum_job_age_backoff: int = 30
     ca_cert_bundle: str = ""
+    garm_agent_releases_url: str = "https://api.github.com/repos/cloudbase/garm-agent/releases"
 
 
 @dataclass
@@ -127,7 +128,8 @@ class Instance:
     updated_at: str
     created_ns: int
     status: str = "running"
-    runner_status: str = "idle"
+    # GARM sets `pending` at creation; only the runner itself (or GitHub listing it) moves it on.
+    runner_status: str = "pending"
     provider_fault: bytes = b""
 
 
@@ -161,3 +163,20 @@ class ScaleSet:
     state: str = "pending_create"
     desired_runner_count: int = 0
     generation: int = 0
+    proxy_id: int = 0
+
+
+@dataclass
+class Proxy:
+    """An outbound proxy definition for runners (newer GARM only); the password never leaves."""
+
+    id: int
+    name: str
+    created_at: str
+    updated_at: str
+    description: str = ""
+    http_proxy: str = ""
+    https_proxy: str = ""
+    no_proxy: str = ""
+    username: str = ""
+    password: str = ""

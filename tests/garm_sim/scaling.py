@@ -16,6 +16,9 @@ from garm_sim.model import DELETING_STATUSES, Instance, ScaleSet
 from garm_sim.state import SimState
 
 _NAME_ALPHABET = string.ascii_lowercase + string.digits
+# A runner GARM still calls `pending` (no real runner reported yet) can take a job here: the
+# simulator has no runner process to report `idle` first.
+_READY = ("pending", "idle")
 _SCALABLE_DOWN = ("idle", "pending", "installing", "online", "offline", "unknown", "failed")
 
 
@@ -49,7 +52,7 @@ def start_job(state: SimState, scaleset: ScaleSet) -> Instance:
     """
     with state.lock:
         for instance in state.scaleset_instances(scaleset.id):
-            if instance.status == "running" and instance.runner_status == "idle":
+            if instance.status == "running" and instance.runner_status in _READY:
                 instance.runner_status = "active"
                 instance.updated_at = state.clock.stamp()
                 return instance
@@ -76,7 +79,6 @@ def _finish_boots(state: SimState, boot_seconds: float) -> None:
         booted = now_ns - instance.created_ns >= boot_seconds * 1_000_000_000
         if instance.status == "pending_create" and booted:
             instance.status = "running"
-            instance.runner_status = "idle"
             instance.updated_at = state.clock.stamp()
 
 
@@ -111,7 +113,7 @@ def _create_runner(state: SimState, scaleset: ScaleSet, boot_seconds: float) -> 
         updated_at=now,
         created_ns=state.clock.now_ns(),
         status="pending_create" if boot_seconds > 0 else "running",
-        runner_status="pending" if boot_seconds > 0 else "idle",
+        runner_status="pending",
     )
     state.ids.agent += 1
     state.instances[name] = instance

@@ -9,8 +9,17 @@ import json
 from typing import Any, Literal
 
 from garm_sim.clock import GO_ZERO_TIME
-from garm_sim.model import Credentials, Endpoint, Entity, Instance, ScaleSet, Template
+from garm_sim.model import (
+    Credentials,
+    Endpoint,
+    Entity,
+    Instance,
+    Proxy,
+    ScaleSet,
+    Template,
+)
 from garm_sim.state import SimState, b64encode
+from garm_sim.versions import V021
 
 Json = dict[str, Any]
 ScaleSetView = Literal["detail", "all", "entity"]
@@ -34,8 +43,16 @@ def endpoint_json(endpoint: Endpoint) -> Json:
     return out
 
 
-def credentials_json(state: SimState, creds: Credentials) -> Json:
-    """Return `ForgeCredentials` (note the response key `auth-type`); secrets never appear."""
+def credentials_json(state: SimState, creds: Credentials, *, rate_limit: bool = False) -> Json:
+    """Return `ForgeCredentials` (note the response key `auth-type`); secrets never appear.
+
+    Args:
+        state: the database.
+        creds: the record.
+        rate_limit: add GitHub's rate limit as GARM's cache holds it (GET and list answers;
+            not the create answer nor credentials embedded in entities). `used` is omitted
+            when 0, like every zero field of it.
+    """
     endpoint = state.endpoints[creds.endpoint]
     out: Json = {"id": creds.id, "name": creds.name}
     _put(out, "description", creds.description)
@@ -49,6 +66,9 @@ def credentials_json(state: SimState, creds: Credentials) -> Json:
         "created_at": creds.created_at,
         "updated_at": creds.updated_at,
     }
+    if rate_limit and not state.github.behaviour.bad_credentials:
+        reset = int(state.clock.now()) + _RATE_LIMIT_WINDOW
+        out["rate_limit"] = {"limit": _RATE_LIMIT, "remaining": _RATE_LIMIT, "reset": reset}
     return out
 
 
@@ -118,6 +138,19 @@ def instance_json(state: SimState, instance: Instance, *, embedded: bool = False
     return out
 
 
+_RATE_LIMIT = 5000
+_RATE_LIMIT_WINDOW = 3600
+
+
+def proxy_json(proxy: Proxy) -> Json:
+    """Return a `Proxy` (newer GARM); the password is never sent back."""
+    out: Json = {"id": proxy.id, "created_at": proxy.created_at}
+    out |= {"updated_at": proxy.updated_at, "name": proxy.name}
+    for key in ("description", "http_proxy", "https_proxy", "no_proxy", "username"):
+        _put(out, key, getattr(proxy, key))
+    return out
+
+
 def scaleset_json(state: SimState, scaleset: ScaleSet, view: ScaleSetView) -> Json:
     """Return a `ScaleSet` as GARM sends it from one of its three read paths.
 
@@ -160,6 +193,12 @@ def scaleset_json(state: SimState, scaleset: ScaleSet, view: ScaleSetView) -> Js
     out["template_id"] = scaleset.template_id
     if view == "detail":
         out["template_name"] = state.templates[scaleset.template_id].name
+    proxy = state.proxies.get(scaleset.proxy_id)
+    if proxy is not None and state.garm_version != V021:
+        # Only the detail view joins the proxy's name; lists carry the id alone.
+        out["proxy_id"] = proxy.id
+        if view == "detail":
+            out["proxy_name"] = proxy.name
     return out
 
 

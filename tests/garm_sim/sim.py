@@ -9,7 +9,7 @@ from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 
-from garm_sim import scaling
+from garm_sim import scaling, versions
 from garm_sim.auth import TokenSigner, check_gate
 from garm_sim.clock import SimClock
 from garm_sim.faults import Fault, FaultKind, FaultTable
@@ -20,6 +20,7 @@ from garm_sim.requestlog import LoggedRequest, RequestLog
 from garm_sim.routing import Match, Request, Response, Router
 from garm_sim.server import SimHTTPServer, not_routed
 from garm_sim.state import DEFAULT_PROVIDERS, SimState
+from garm_sim.versions import V021
 
 DEFAULT_USERNAME = "admin"
 
@@ -39,6 +40,8 @@ class GarmSim:
         auto_tick: run a worker pass before each request.
         boot_seconds: how long (sim clock) new runners stay `pending_create`.
         frozen_clock: only `clock.advance()` moves time.
+        garm_version: answer as `v0.2.1` (the release the charm installs) or `newer` (GARM's
+            main branch at the commit of the generated client); see `garm_sim.versions`.
     """
 
     def __init__(
@@ -49,15 +52,17 @@ class GarmSim:
         auto_tick: bool = True,
         boot_seconds: float = 0.0,
         frozen_clock: bool = False,
+        garm_version: str = V021,
     ) -> None:
+        self.garm_version = versions.garm_version(garm_version)
         self.clock = SimClock(frozen=frozen_clock)
-        self.state = SimState(self.clock, _provider_list(providers))
+        self.state = SimState(self.clock, _provider_list(providers), self.garm_version)
         self.faults = FaultTable()
         self.log = RequestLog()
         self.auto_tick = auto_tick
         self.boot_seconds = boot_seconds
         self.signer = TokenSigner()
-        self.router = Router(all_routes(self.signer))
+        self.router = Router(all_routes(self.signer, self.garm_version))
         self.port = port
         self._server: SimHTTPServer | None = None
         self._thread: threading.Thread | None = None

@@ -16,11 +16,13 @@ from garm_sim.model import (
     Endpoint,
     Entity,
     Instance,
+    Proxy,
     ScaleSet,
     Tag,
     Template,
     User,
 )
+from garm_sim.versions import V021, GarmVersion
 
 DEFAULT_PROVIDERS = ({"name": "openstack", "type": "external", "description": "simulated"},)
 
@@ -41,6 +43,7 @@ class Counters:
     template: int = 1
     scaleset: int = 1
     agent: int = 100
+    proxy: int = 1
 
 
 @dataclass
@@ -49,6 +52,7 @@ class SimState:
 
     clock: SimClock
     providers: list[dict[str, str]]
+    garm_version: GarmVersion = V021
     github: GitHubSide = field(default_factory=GitHubSide)
     lock: threading.RLock = field(default_factory=threading.RLock)
     controller: Controller = field(default_factory=lambda: Controller(str(uuid.uuid4())))
@@ -60,6 +64,7 @@ class SimState:
     tags: dict[str, Tag] = field(default_factory=lambda: {})
     scalesets: dict[int, ScaleSet] = field(default_factory=lambda: {})
     instances: dict[str, Instance] = field(default_factory=lambda: {})
+    proxies: dict[int, Proxy] = field(default_factory=lambda: {})
     ids: Counters = field(default_factory=Counters)
 
     def __post_init__(self) -> None:

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from garm_sim.auth import TokenSigner
-from garm_sim.handlers import bootstrap, entities, forge, instances, scalesets, templates
+from garm_sim.handlers import (
+    bootstrap,
+    entities,
+    forge,
+    instances,
+    proxies,
+    scalesets,
+    templates,
+)
 from garm_sim.routing import Route
+from garm_sim.versions import V021, GarmVersion
 
 
-def all_routes(signer: TokenSigner) -> list[Route]:
-    """Return every route the simulator serves."""
+def all_routes(signer: TokenSigner, garm_version: GarmVersion = V021) -> list[Route]:
+    """Return every route the simulator serves as this GARM version."""
     return [
         *bootstrap.routes(signer),
         *forge.routes(),
@@ -16,4 +25,5 @@ def all_routes(signer: TokenSigner) -> list[Route]:
         *templates.routes(),
         *scalesets.routes(),
         *instances.routes(),
+        *([] if garm_version == V021 else proxies.routes()),
     ]

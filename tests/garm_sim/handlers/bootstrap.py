@@ -11,8 +11,8 @@ from garm_sim.auth import TokenSigner, user_problem
 from garm_sim.errors import bad_request, conflict, not_authorized
 from garm_sim.model import User
 from garm_sim.routing import Request, Response, Route
+from garm_sim.versions import V021, VERSION_STRINGS
 
-_AGENT_RELEASES = "https://api.github.com/repos/cloudbase/garm-agent/releases"
 _URL_FIELDS = ("metadata_url", "callback_url", "webhook_url", "agent_url")
 
 
@@ -77,18 +77,21 @@ def controller_json(request: Request) -> dict[str, Any]:
     for key in ("metadata_url", "callback_url", "webhook_url"):
         if getattr(controller, key):
             out[key] = getattr(controller, key)
-    if controller.webhook_url:
-        out["controller_webhook_url"] = f"{controller.webhook_url}/{controller.controller_id}"
+    # GARM joins the webhook base and the id even when the base is empty (then: just the id).
+    webhook_base = f"{controller.webhook_url}/" if controller.webhook_url else ""
+    out["controller_webhook_url"] = f"{webhook_base}{controller.controller_id}"
     agent_url = controller.agent_url or _origin(controller.callback_url)
     if agent_url:
         out["agent_url"] = agent_url
-    return out | {
-        "garm_agent_releases_url": _AGENT_RELEASES,
+    out |= {
+        "garm_agent_releases_url": controller.garm_agent_releases_url,
         "enable_agent_tools_sync": False,
-        "garm_agent_version": "",
-        "allow_insecure_garm_agent": False,
+    }
+    if request.state.garm_version != V021:
+        out |= {"garm_agent_version": "", "allow_insecure_garm_agent": False}
+    return out | {
         "minimum_job_age_backoff": controller.minimum_job_age_backoff,
-        "version": "v0.2.1-sim",
+        "version": VERSION_STRINGS[request.state.garm_version],
     }
 
 
@@ -105,6 +108,9 @@ def update_controller(request: Request) -> Response:
         if not parts.scheme or not parts.netloc:
             raise bad_request(f"invalid {key}")
         updates[key] = value
+    releases = body.string("garm_agent_releases_url")
+    if releases:
+        updates["garm_agent_releases_url"] = releases
     backoff = body.uint("minimum_job_age_backoff")
     for key, value in updates.items():
         setattr(controller, key, value)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import uuid
 from functools import partial
 
-from garm_sim.errors import bad_request, conflict, invalid_request, not_found
+from garm_sim.errors import bad_request, conflict, invalid_request, not_found, server_error
 from garm_sim.handlers.forge import find_credentials_by_name
 from garm_sim.jsonbody import Body
 from garm_sim.model import Entity, EntityKind
 from garm_sim.routing import EMPTY, Request, Response, Route
 from garm_sim.serialise import entity_json
 from garm_sim.state import SimState
+from garm_sim.versions import V021
 
 COLLECTIONS: dict[EntityKind, str] = {
     "repository": "repositories",
@@ -65,7 +66,10 @@ def create_entity(kind: EntityKind, request: Request) -> Response:
     if not name or (kind == "repository" and not owner):
         raise bad_request("missing owner or name")
     if not body.text("webhook_secret"):
-        raise bad_request("missing secret")
+        # v0.2.1 had no error mapping for the missing secret yet.
+        if state.garm_version == V021:
+            raise server_error()
+        raise bad_request("error validating params: missing secret")
     balancer = body.text("pool_balancer_type")
     if balancer not in _BALANCERS:
         raise bad_request(f"invalid pool balancer type {balancer}")

@@ -85,7 +85,8 @@ def delete_endpoint(request: Request) -> Response:
 
 def list_credentials(request: Request) -> Response:
     """List credentials: JSON `null` when there are none (a nil Go slice)."""
-    found = [credentials_json(request.state, c) for c in request.state.credentials.values()]
+    state = request.state
+    found = [credentials_json(state, c, rate_limit=True) for c in state.credentials.values()]
     return Response(200, found or None)
 
 
@@ -121,7 +122,7 @@ def create_credentials(request: Request) -> Response:
 
 def get_credentials(request: Request) -> Response:
     """Return one set of credentials by numeric id."""
-    return Response(200, credentials_json(request.state, _credentials(request)))
+    return Response(200, credentials_json(request.state, _credentials(request), rate_limit=True))
 
 
 def update_credentials(request: Request) -> Response:

@@ -38,7 +38,7 @@ def delete_instance(request: Request) -> Response:
     """Mark an instance for deletion; it disappears at the next simulator tick.
 
     GARM only deletes runners that are running, errored or already being deleted; a runner
-    still being created is refused with 400 (REFERENCE C13).
+    still being created (`pending_create`) is refused with 400.
     """
     instance = _instance(request)
     if instance.status not in DELETABLE_STATUSES:

@@ -12,9 +12,11 @@ from garm_sim.model import Entity, EntityKind, ScaleSet, Template
 from garm_sim.routing import EMPTY, Request, Response, Route
 from garm_sim.serialise import instance_json, scaleset_json
 from garm_sim.state import SimState, parse_numeric_id
+from garm_sim.versions import V021, GarmVersion
 
 # Fields whose change bumps `generation` (GARM: flavor, image, OS, extra specs, group, shell).
 _GENERATION_FIELDS = ("flavor", "image", "os_type", "os_arch", "extra_specs", "runner_group")
+_V021_IGNORED_ON_UPDATE = ("disable_update", "proxy_id")
 _NO_TEMPLATE = (
     "failed to find suitable template: "
     "no template ID supplied and no default template can be found"
@@ -47,6 +49,7 @@ def create_scaleset(kind: EntityKind, request: Request) -> Response:
         request, kind, "error getting entity: error failed to get entity from db: "
     )
     template = _pick_template(state, body)
+    _check_proxy(state, body, "error creating scale set")
     group = body.text("github-runner-group") or "Default"
     state.github.check_credentials()
     state.github.resolve_group(entity.id, group, is_repo=kind == "repository")
@@ -84,14 +87,16 @@ def update_scaleset(request: Request) -> Response:
     state = request.state
     scaleset = state.scaleset(request.params["id"])
     body = request.body()
-    changes = _requested_changes(scaleset, body)
+    changes = _requested_changes(scaleset, body, state.garm_version)
     _check_update(scaleset, changes)
+    if "proxy_id" in changes:
+        _check_proxy(state, body, "error updating scale set")
     if "name" in changes:
         state.github.rename(scaleset.github_id, str(changes["name"]))
     if "runner_group" in changes:
         state.github.change_group(scaleset.github_id, str(changes["runner_group"]))
     if changes:
-        if any(key in changes for key in (*_GENERATION_FIELDS, "enable_shell")):
+        if any(key in changes for key in (*_GENERATION_FIELDS, "enable_shell", "proxy_id")):
             scaleset.generation += 1
         for key, value in changes.items():
             setattr(scaleset, key, value)
@@ -102,8 +107,8 @@ def update_scaleset(request: Request) -> Response:
 def delete_scaleset(request: Request) -> Response:
     """Delete: 200 empty, also for unknown ids; refused while instances exist or enabled.
 
-    When GitHub does not confirm the delete with 204, GARM still answers 200 and keeps the
-    scale set (REFERENCE C9).
+    When GitHub does not confirm the delete with 204 (500, 404, bad credentials), GARM still
+    answers 200 and keeps the scale set: a 200 proves nothing until a list confirms it.
     """
     state = request.state
     scaleset = state.scalesets.get(parse_numeric_id(request.params["id"]))
@@ -141,6 +146,14 @@ def _pick_template(state: SimState, body: Body) -> Template:
         ):
             return template
     raise bad_request(_NO_TEMPLATE)
+
+
+def _check_proxy(state: SimState, body: Body, action: str) -> None:
+    proxy_id = body.uint("proxy_id") or 0
+    if state.garm_version != V021 and proxy_id and proxy_id not in state.proxies:
+        raise bad_request(
+            f"{action}: error checking scale set proxy: proxy with ID {proxy_id} does not exist"
+        )
 
 
 def _valid_create(body: Body) -> bool:
@@ -186,25 +199,32 @@ def _insert(
         enable_shell=bool(body.boolean("enable_shell")),
         runner_bootstrap_timeout=body.uint("runner_bootstrap_timeout") or 20,
         extra_specs=_compact(extra_specs),
+        proxy_id=0 if state.garm_version == V021 else body.uint("proxy_id") or 0,
     )
     state.scalesets[scaleset.id] = scaleset
     state.ids.scaleset += 1
     return scaleset
 
 
-def _requested_changes(scaleset: ScaleSet, body: Body) -> dict[str, object]:
-    """Return the fields the PUT would change (GARM ignores empty strings and absent keys)."""
+def _requested_changes(
+    scaleset: ScaleSet, body: Body, garm_version: GarmVersion
+) -> dict[str, object]:
+    """Return the fields the PUT would change (GARM ignores empty strings and absent keys).
+
+    v0.2.1 knows neither `disable_update` nor `proxy_id` on update and ignores both.
+    """
     wanted: dict[str, object] = {}
     for key in ("name", "image", "flavor", "os_type", "os_arch", "runner_prefix", "state"):
         if body.text(key):
             wanted[key] = body.text(key)
     if body.text("runner_group"):
         wanted["runner_group"] = body.text("runner_group")
-    for key in ("max_runners", "min_idle_runners", "runner_bootstrap_timeout"):
-        if body.uint(key) is not None:
+    ignored = _V021_IGNORED_ON_UPDATE if garm_version == V021 else ()
+    for key in ("max_runners", "min_idle_runners", "runner_bootstrap_timeout", "proxy_id"):
+        if body.uint(key) is not None and key not in ignored:
             wanted[key] = body.uint(key)
     for key in ("enabled", "disable_update", "enable_shell"):
-        if body.boolean(key) is not None:
+        if body.boolean(key) is not None and key not in ignored:
             wanted[key] = body.boolean(key)
     if body.string("extended_state") is not None:
         wanted["extended_state"] = body.string("extended_state")

@@ -1,0 +1,269 @@
+"""What the real GARM binaries showed and the simulator must match, over the four targets.
+
+Password strength, the status of a new runner, GitHub's rate limit on credentials, the
+differences between v0.2.1 and the newer GARM a client can see, and (real targets only) that
+nothing leaves loopback.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from contract.conftest import (
+    ADMIN,
+    REAL_TARGETS,
+    Target,
+    open_target,
+    scaleset_body,
+)
+from contract.garm_http import call
+from contract.real_garm import V021
+
+WEAK = '{"error":"Bad Request","details":"password is too weak"}\n'
+# (password, GARM's first-run accepts it): both binaries agree on every row.
+PASSWORDS = [
+    ("a", False),
+    ("password", False),
+    ("Password1", False),
+    ("P@ssw0rd!", False),
+    ("qwertyuiopasdfghjkl", False),
+    ("aaaaaaaaaaaaaaaaaaaaaaaa", False),
+    ("abcdefghijklmnop", False),
+    ("1234567890123456", False),
+    ("ilovegarmrunners", False),
+    ("sunshine2026!", False),
+    ("hunter2hunter2", False),
+    ("monkeymonkeymonkey", False),
+    ("Contract-Suite-Pa55word!", False),
+    ("Summer2026!Garm", False),
+    ("correcthorsebatterystaple", True),
+    ("correct horse battery staple", True),
+    ("Tr0ub4dor&3", True),
+    ("zxcvbn-garm-2026", True),
+    ("kT9#mQ2$", True),
+    ("j8Hq2nVx", True),
+    ("xK3m9Qz7Lp", True),
+    ("rT5-wQ8-zL2", True),
+    ("4f8a1c9e2b7d", True),
+    ("Zq8!rP2#vN5%", True),
+    ("Garm-Contract-9f3Kq!xZ", True),
+    ("Ab1!Ab1!Ab1!Ab1!", True),
+    ("qazwsxedcrfvtgbyhn", True),
+]
+# Rows the simulator's rule (GARM's entropy model over the Python zxcvbn package's matchers)
+# gets wrong: GARM's Go zxcvbn has other word lists. The real targets prove GARM's verdict.
+SIMULATOR_MISJUDGES = {"Contract-Suite-Pa55word!", "Summer2026!Garm", "qazwsxedcrfvtgbyhn"}
+
+
+def test_first_run_password_strength(target_name: str, tmp_path: Path):
+    """Arrange: fresh GARMs of one target. Act: first-run with each password of the table.
+
+    Assert: GARM's verdict on every row (the simulator: on every row but the three its rule
+    misjudges), a weak password refused with GARM's exact 400, and a password made like the
+    charm's (`secrets.token_urlsafe(32)`) accepted.
+    """
+    table = [*PASSWORDS, (secrets.token_urlsafe(32), True)]
+    if target_name.startswith("sim-"):
+        table = [(p, ok) for p, ok in table if p not in SIMULATOR_MISJUDGES]
+    verdicts: dict[str, bool] = {}
+    refusals: set[str] = set()
+    fresh = 0
+    pending = list(table)
+    while pending:
+        with open_target(target_name, tmp_path / f"garm-{fresh}") as garm:
+            fresh += 1
+            while pending:
+                password, _ = pending.pop(0)
+                user = {"username": ADMIN, "email": "admin@example.com", "password": password}
+                reply = call(garm.url, "POST", "/first-run", user)
+                verdicts[password] = reply.status == 200
+                if reply.status == 200:
+                    break  # initialised: the next password needs a fresh GARM
+                refusals.add(reply.raw)
+
+    assert verdicts == dict(table)
+    assert refusals == {WEAK}
+
+
+def test_new_runner_is_pending_until_a_runner_reports(target: Target):
+    """Arrange: a repository. Act: create an enabled scale set with min idle 1, poll its runner.
+
+    Assert: the instance goes pending_create -> creating -> running (the simulator may skip
+    steps), and its runner_status is `pending` all along and still after it runs.
+    """
+    created = target.create_scaleset("pending", enabled=True, min_idle_runners=1)
+    path = f"/scalesets/{created['id']}/instances"
+    seen: list[tuple[str, str]] = []
+
+    def running() -> bool:
+        instances = target.call("GET", path).json
+        if instances:
+            state = (instances[0]["status"], instances[0]["runner_status"])
+            if not seen or seen[-1] != state:
+                seen.append(state)
+        return bool(seen) and seen[-1][0] == "running"
+
+    assert target.wait_until(running, timeout=60)
+    if target.sim is not None:
+        target.sim.advance(30)
+    else:
+        time.sleep(2)
+    later = target.call("GET", path).json[0]
+
+    order = ["pending_create", "creating", "running"]
+    statuses = [status for status, _ in seen]
+    assert statuses == sorted(statuses, key=order.index)
+    assert {runner_status for _, runner_status in seen} == {"pending"}
+    assert (later["status"], later["runner_status"]) == ("running", "pending")
+
+
+def test_credentials_carry_rate_limit(target: Target):
+    """Arrange: PAT credentials. Act: create more, then read them back (one, and the list).
+
+    Assert: the create answer has no `rate_limit`; reads carry GitHub's limit, remaining and a
+    future reset (`used` omitted while 0).
+    """
+    body = {
+        "name": "second-pat",
+        "description": "x",
+        "endpoint": target.call("GET", "/github/credentials").json[0]["endpoint"]["name"],
+        "auth_type": "pat",
+        "pat": {"oauth2_token": "fake-pat-token"},
+    }
+
+    created = target.call("POST", "/github/credentials", body).json
+    target.wait_until(lambda: "rate_limit" in target.call("GET", "/github/credentials/1").json)
+    one = target.call("GET", "/github/credentials/1").json
+    listed = target.call("GET", "/github/credentials").json[0]
+
+    assert "rate_limit" not in created
+    for answer in (one, listed):
+        rate_limit = answer["rate_limit"]
+        assert sorted(rate_limit) == ["limit", "remaining", "reset"]
+        assert (rate_limit["limit"], rate_limit["remaining"]) == (5000, 5000)
+        assert rate_limit["reset"] > time.time()
+
+
+def test_controller_info_by_version(target: Target):
+    """Arrange: a bootstrapped GARM without a webhook URL. Act: read the controller info.
+
+    Assert: `garm_agent_version` and `allow_insecure_garm_agent` only on the newer GARM;
+    `controller_webhook_url` is the bare controller id; `version` is v0.2.1 or newer.
+    """
+    info = target.call("GET", "/controller-info").json
+
+    newer_keys = ("garm_agent_version", "allow_insecure_garm_agent")
+    assert {key in info for key in newer_keys} == {target.version != V021}
+    assert info["controller_webhook_url"] == info["controller_id"]
+    assert (info["version"] == "v0.2.1") is (target.version == V021)
+
+
+def test_missing_webhook_secret_by_version(target: Target):
+    """Arrange: credentials. Act: create a repository and an organization without a secret.
+
+    Assert: v0.2.1 answers 500 without details, the newer GARM 400 `missing secret`.
+    """
+    expected: dict[str, Any] = (
+        {"error": "Server error", "details": ""}
+        if target.version == V021
+        else {"error": "Bad Request", "details": "error validating params: missing secret"}
+    )
+    repo = {"owner": "o", "name": "n", "credentials_name": "fake-pat"}
+    org = {"name": "org1", "credentials_name": "fake-pat"}
+
+    answers = [
+        target.call("POST", "/repositories", repo),
+        target.call("POST", "/organizations", org),
+    ]
+
+    status = 500 if target.version == V021 else 400
+    assert [(reply.status, reply.json) for reply in answers] == [(status, expected)] * 2
+
+
+def test_disable_update_on_update_by_version(target: Target):
+    """Arrange: a scale set created with disable_update false. Act: PUT disable_update true.
+
+    Assert: 200; the newer GARM applies it (and moves updated_at), v0.2.1 ignores it.
+    """
+    created = target.create_scaleset("no-update")
+
+    reply = target.call("PUT", f"/scalesets/{created['id']}", {"disable_update": True})
+
+    assert reply.status == 200
+    applied = target.version != V021
+    assert reply.json["disable_update"] is applied
+    assert (reply.json["updated_at"] != created["updated_at"]) is applied
+
+
+def test_proxies_by_version(target: Target):
+    """Arrange: a repository. Act: use the proxies API and give a scale set a proxy.
+
+    Assert: v0.2.1 has no proxies route (404) and ignores `proxy_id` (even an unknown one);
+    the newer GARM creates the proxy (password never sent back), refuses an unknown id, shows
+    `proxy_id` and `proxy_name` on the scale set (lists: the id only), refuses to delete a
+    proxy in use, and deletes it once unused.
+    """
+    if target.version == V021:
+        listed = target.call("GET", "/proxies")
+        created = target.create_scaleset("proxied", proxy_id=999)
+
+        assert (listed.status, listed.json) == (
+            404,
+            {"error": "Not found", "details": "Resource not found"},
+        )
+        assert not {"proxy_id", "proxy_name"} & set(created)
+        return
+    proxy_body = {"name": "corp", "https_proxy": "http://192.0.2.1:3128", "username": "u"}
+    proxy = target.call("POST", "/proxies", proxy_body | {"password": "pw"}).json
+    unknown = target.call(
+        "POST",
+        f"/repositories/{target.repo_id}/scalesets",
+        scaleset_body("bad-proxy", proxy_id=999),
+    )
+    created = target.create_scaleset("proxied", proxy_id=proxy["id"])
+    listed = target.call("GET", "/scalesets").json[0]
+    in_use = target.call("DELETE", f"/proxies/{proxy['id']}")
+    target.call("PUT", f"/scalesets/{created['id']}", {"proxy_id": 0})
+    deleted = target.call("DELETE", f"/proxies/{proxy['id']}")
+
+    assert {k: proxy[k] for k in proxy_body} == proxy_body
+    assert "password" not in proxy
+    assert (unknown.status, unknown.json["details"]) == (
+        400,
+        "error creating scale set: error checking scale set proxy: "
+        "proxy with ID 999 does not exist",
+    )
+    assert (created["proxy_id"], created["proxy_name"]) == (proxy["id"], "corp")
+    assert (listed["proxy_id"], "proxy_name" in listed) == (proxy["id"], False)
+    assert in_use.status == 400
+    assert (deleted.status, target.call("GET", "/proxies").json) == (200, [])
+
+
+@pytest.mark.parametrize("target_name", REAL_TARGETS)
+def test_nothing_leaves_loopback(target_name: str, tmp_path: Path):
+    """Arrange: a real GARM left alone past its first background fetch.
+
+    Act: wait for the cache worker's first pass (5 s after start), then bootstrap.
+
+    Assert: the default agent-releases fetch went to the proxy sink as a CONNECT (not out);
+    the newer GARM validated the releases index it was given on the fake GitHub at once
+    (v0.2.1 reads it on its own schedule); GARM's log shows no DNS lookup (also checked
+    whenever a real target stops).
+    """
+    with open_target(target_name, tmp_path / "garm") as garm:
+        assert garm.real is not None
+        time.sleep(6)
+        garm.bootstrap()
+        garm.real.stop()
+
+        proxied = {(r.method, r.target) for r in garm.real.proxy.requests}
+        fetched = [p for m, p, _ in garm.real.github.calls if p.endswith("/releases")]
+
+        assert proxied == {("CONNECT", "api.github.com:443")}
+        assert bool(fetched) or garm.version == V021
+        assert garm.real.dns_lookups() == []
