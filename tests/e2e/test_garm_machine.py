@@ -32,6 +32,7 @@ from ops import testing
 
 import charm
 from contract.garm_http import call
+from contract.real_garm import V021
 from e2e.conftest import Case
 from e2e.machine import Machine
 from e2e.postgres import PostgresServer, local_postgresql
@@ -279,7 +280,7 @@ def proxy_reaches_garm(walk: Walk, case: Case) -> None:
 
     assert f'HTTPS_PROXY="{walk.github.url}"' in environment
     assert "127.0.0.1,localhost,::1" in environment
-    assert ("proxy" in document) == (case.version != "v0.2.1")
+    assert ("proxy" in document) == (case.version != V021)
 
 
 def point_github_at_the_fake(walk: Walk) -> None:
