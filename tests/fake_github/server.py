@@ -74,6 +74,9 @@ class FakeGitHub(LoopbackServer):
         self.sessions: dict[str, int] = {}
         self.runners: dict[int, dict[str, Any]] = {}
         self.assigned_jobs: dict[int, int] = {}
+        # Job messages waiting for the next poll, per scale set; runner name -> running job.
+        self.job_messages: dict[int, list[dict[str, Any]]] = {}
+        self.running_jobs: dict[str, tuple[int, int]] = {}
         self.calls: list[tuple[str, str, int]] = []
         self.installation_tokens: dict[str, int] = {}
         self.app_jwts: list[str] = []
@@ -100,6 +103,50 @@ class FakeGitHub(LoopbackServer):
         """Make the next message-queue poll report `count` assigned jobs (desired runners)."""
         with self.lock:
             self.assigned_jobs[scale_set_id] = count
+
+    def start_job(self, scale_set_id: int, runner_name: str) -> int:
+        """Start a job on a runner: the next poll says `JobStarted`, the agent turns busy.
+
+        Args:
+            scale_set_id: GitHub's id of the runner's scale set.
+            runner_name: the runner (GARM's instance name).
+
+        Returns:
+            The job's runner request id.
+        """
+        with self.lock:
+            request_id = self.new_id()
+            self.running_jobs[runner_name] = (scale_set_id, request_id)
+            self._queue_job(scale_set_id, "JobStarted", request_id, runner_name)
+        return request_id
+
+    def finish_job(self, runner_name: str) -> None:
+        """Finish the runner's job as GitHub does with an ephemeral runner.
+
+        The runner leaves the agents list, and the scale set's next poll says `JobCompleted`.
+        A disabled scale set has no listener polling, so GARM then learns of it only from its
+        periodic agents-list consolidation.
+        """
+        with self.lock:
+            scale_set_id, request_id = self.running_jobs.pop(runner_name)
+            self._queue_job(scale_set_id, "JobCompleted", request_id, runner_name)
+            for agent_id, runner in list(self.runners.items()):
+                if runner["name"] == runner_name:
+                    del self.runners[agent_id]
+
+    def _queue_job(self, scale_set_id: int, kind: str, request_id: int, runner: str) -> None:
+        message = {
+            "messageType": kind,
+            "jobId": str(request_id),
+            "runnerRequestId": request_id,
+            "repositoryName": "fake-repo",
+            "ownerName": "fake-org",
+            "jobDisplayName": "fake job",
+            "runnerName": runner,
+        }
+        if kind == "JobCompleted":
+            message["result"] = "succeeded"
+        self.job_messages.setdefault(scale_set_id, []).append(message)
 
     def new_id(self) -> int:
         """Return a fresh GitHub-side id."""
@@ -404,7 +451,7 @@ def list_agents(
 ) -> Answer:
     """A10: every issued runner, online and idle."""
     with gh.lock:
-        agents = [_agent(r) for r in gh.runners.values()]
+        agents = [_agent(gh, r) for r in gh.runners.values()]
     return Answer(200, {"count": len(agents), "value": agents})
 
 
@@ -414,7 +461,11 @@ def get_agent(
     """A11: one agent."""
     with gh.lock:
         runner = gh.runners.get(int(params["agent"]))
-    return Answer(404, {"message": "not found"}) if runner is None else Answer(200, _agent(runner))
+    return (
+        Answer(404, {"message": "not found"})
+        if runner is None
+        else Answer(200, _agent(gh, runner))
+    )
 
 
 def delete_agent(
@@ -437,13 +488,19 @@ def acquire_jobs(
 def poll_messages(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """Q1: a message when the assigned-job count changed, else hold then 202."""
+    """Q1: a message when the assigned-job count changed or jobs started or ended, else 202.
+
+    Without an explicit count, the assigned jobs are the jobs running on the scale set.
+    """
     scale_set_id = int(params["id"])
     with gh.lock:
         assigned = gh.assigned_jobs.pop(scale_set_id, None)
-    if assigned is None:
+        jobs = gh.job_messages.pop(scale_set_id, [])
+        running = sum(1 for owner, _ in gh.running_jobs.values() if owner == scale_set_id)
+    if assigned is None and not jobs:
         gh.hold_poll()
         return Answer(202)
+    assigned = running if assigned is None else assigned
     statistics = {
         "totalAvailableJobs": 0,
         "totalAcquiredJobs": 0,
@@ -453,7 +510,11 @@ def poll_messages(
         "totalBusyRunners": 0,
         "totalIdleRunners": 0,
     }
-    message = {"messageId": gh.new_id(), "messageType": "RunnerScaleSetJobMessages", "body": "[]"}
+    message = {
+        "messageId": gh.new_id(),
+        "messageType": "RunnerScaleSetJobMessages",
+        "body": json.dumps(jobs),
+    }
     return Answer(200, message | {"statistics": statistics})
 
 
@@ -478,8 +539,9 @@ def _session(gh: FakeGitHub, scale_set_id: int, session_id: str) -> dict[str, An
     }
 
 
-def _agent(runner: dict[str, Any]) -> dict[str, Any]:
-    return runner | {"status": "online", "busy": False, "labels": []}
+def _agent(gh: FakeGitHub, runner: dict[str, Any]) -> dict[str, Any]:
+    busy = runner["name"] in gh.running_jobs
+    return runner | {"status": "online", "busy": busy, "labels": []}
 
 
 _API = r"/api/v3"
