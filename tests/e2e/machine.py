@@ -11,8 +11,9 @@ these machines lack, and both do the real work instead of recording it:
   Every other command (`garm --version`) really runs.
 
 The resources are built the way the releases are: a gzipped tarball holding `garm` (the real
-server binary under test) and one holding `garm-provider-openstack`, here a stand-in that checks
-the files the charm rendered for it and then keeps instances in a JSON file.
+server binary under test) and one holding `garm-provider-openstack`, here a stand-in
+(`provider_standin.py`) that checks the files the charm rendered for it, keeps instances in a
+JSON file and boots "runners" that report to GARM as real ones do.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from workload import COMMAND_TIMEOUT_SECONDS, CommandResult, Workload, run_comma
 
 HERE = Path(__file__).resolve().parent
 STANDIN = HERE / "systemctl_standin.py"
+PROVIDER_STANDIN = HERE / "provider_standin.py"
 FAKE_PROVIDER_DIR = HERE.parent / "fake_github"
 # Commands that would change the machine running the tests; recorded, never run.
 RECORDED_ONLY = ("useradd", "chown")
@@ -49,51 +51,22 @@ def build_tarball(member: str, content: bytes, destination: Path) -> Path:
 
 
 def provider_script(state_file: Path, environment_log: Path) -> bytes:
-    """A `garm-provider-openstack` stand-in: checks the charm's files, then fakes instances.
+    """The `garm-provider-openstack` stand-in (`provider_standin.py`) with its settings.
 
-    GARM runs providers with a clean environment, so the shebang is absolute. Each call first
-    reads the config.toml the charm rendered for the provider and the clouds.yaml it names,
-    exactly as the real provider would need them, and fails (exit 1) when they are unusable;
-    it records the proxy variables it was given, then hands the command to the contract
-    suite's fake provider with its own state file.
+    GARM runs providers with a clean environment, so the shebang is absolute and the settings
+    are written into the script.
     """
-    return f"""#!{sys.executable}
-import fcntl, json, os, sys, tomllib
-from pathlib import Path
-
-import yaml
-
-sys.path.insert(0, {str(FAKE_PROVIDER_DIR)!r})
-import fake_provider
-
-STATE = Path({str(state_file)!r})
-ENVIRONMENT_LOG = Path({str(environment_log)!r})
-
-
-def check_files():
-    config = tomllib.loads(Path(os.environ["GARM_PROVIDER_CONFIG_FILE"]).read_text())
-    clouds = yaml.safe_load(Path(config["credentials"]["clouds"]).read_text())["clouds"]
-    auth = clouds[config["cloud"]]["auth"]
-    missing = [key for key in ("auth_url", "username", "password") if not auth.get(key)]
-    if missing or not config.get("network_id"):
-        sys.exit(f"unusable provider config: missing {{missing or 'network_id'}}")
-
-
-def main():
-    check_files()
-    with ENVIRONMENT_LOG.open("a") as log:
-        names = sorted(name for name in os.environ if "proxy" in name.lower())
-        log.write(json.dumps({{name: os.environ[name] for name in names}}) + "\\n")
-    with open(STATE.with_suffix(".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        state = json.loads(STATE.read_text()) if STATE.exists() else {{}}
-        code = fake_provider.run(os.environ.get("GARM_COMMAND", ""), state)
-        STATE.write_text(json.dumps(state))
-    return code
-
-
-sys.exit(main())
-""".encode()
+    script = f"#!{sys.executable}\n{PROVIDER_STANDIN.read_text()}"
+    settings = {
+        'STATE = Path("instances.json")': f"STATE = Path({str(state_file)!r})",
+        'ENVIRONMENT_LOG = Path("environment.jsonl")': (
+            f"ENVIRONMENT_LOG = Path({str(environment_log)!r})"
+        ),
+        'FAKE_PROVIDER_DIR = "."': f"FAKE_PROVIDER_DIR = {str(FAKE_PROVIDER_DIR)!r}",
+    }
+    for default, value in settings.items():
+        script = script.replace(default, value, 1)
+    return script.encode()
 
 
 @dataclasses.dataclass

@@ -312,8 +312,11 @@ def relate_configurator(walk: Walk) -> ScaleSet:
     assert scaleset.normalised_labels == normalise_labels(OLD_LABELS)
     assert scaleset.provider_name == PROVIDER
     walk.update_status_until(
-        lambda: [i.status for i in api.list_scaleset_instances(scaleset.id)] == ["running"],
-        "the min-idle runner created by the provider",
+        lambda: (
+            [(i.status, i.runner_status) for i in api.list_scaleset_instances(scaleset.id)]
+            == [("running", "idle")]
+        ),
+        "the min-idle runner created by the provider and reported idle",
     )
     assert walk.machine.provider_instances() == 1
     assert all(
