@@ -8,11 +8,15 @@ network, no systemd.
 The simulator's clock is frozen: time moves only when the demo advances it, and the charm reads
 the same clock, so the hand-over grace (the charm's default, 60 s) passes without waiting.
 
+With `--garm-bin PATH` the same story runs on that real GARM binary instead, on this machine
+and in real time (`demo_real.py`).
+
 Exits 0 when the change ends with exactly one scale set, enabled, with the new labels.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime
 import pathlib
@@ -48,7 +52,24 @@ PAST_GRACE = 61.0
 MAX_HOOKS = 12
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """Run the story on the simulator, or with `--garm-bin PATH` on that real GARM."""
+    parser = argparse.ArgumentParser(description="A label change, end to end.")
+    parser.add_argument(
+        "--garm-bin",
+        type=pathlib.Path,
+        help="a GARM server binary: run the story on it, on this machine, instead of the "
+        "simulator (takes a minute or two)",
+    )
+    garm_bin: pathlib.Path | None = parser.parse_args(argv).garm_bin
+    if garm_bin is None:
+        return simulated()
+    import demo_real  # noqa: PLC0415 - the e2e machinery only for a real GARM
+
+    return demo_real.run(garm_bin)
+
+
+def simulated() -> int:
     """Run the scenario and print what an operator would see; 0 when it ends as it should."""
     with GarmSim(["openstack-small"], frozen_clock=True) as sim, charm_machine(sim) as state:
         demo = Demo(sim, testing.Context(charm.GarmCharm), state)
@@ -259,4 +280,4 @@ def sim_datetime_module(clock: SimClock) -> types.SimpleNamespace:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -4,6 +4,10 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
+from contract.conftest import V021, garm_binary
+
 DEMO = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "demo.py"
 
 
@@ -36,3 +40,42 @@ def test_demo_runs_the_label_change_to_the_end():
     assert positions == sorted(positions)
     assert out.rstrip().splitlines()[-1].startswith("OK: ")
     assert len(out.splitlines()) < 60
+
+
+def test_demo_runs_the_label_change_on_a_real_garm():
+    """Arrange: GARM v0.2.1's binary. Act: run the demo with `--garm-bin`.
+
+    Assert: it exits 0 after the same phases and statuses, in order, on real time, and ends
+    with one line saying OK.
+    """
+    binary, reason = garm_binary(V021)
+    if binary is None:
+        pytest.skip(reason)
+
+    done = subprocess.run(
+        [sys.executable, str(DEMO), "--garm-bin", binary],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    out = done.stdout
+    steps = [
+        "0. install",
+        "1. configurator 'small' publishes labels linux,x64",
+        "runners: 1 idle",
+        "2. a runner picks up a job",
+        "runners: 1 busy",
+        "3. operator: juju config small labels=linux,x64,large",
+        "'small' labels changing: starting new scale set",
+        "'small' labels changing: handing over",
+        "'small' labels changing: draining",
+        "4. the job finishes",
+        "OK: label change done",
+    ]
+    positions = [out.find(step) for step in steps]
+    assert -1 not in positions, dict(zip(steps, positions, strict=True))
+    assert positions == sorted(positions)
+    assert out.rstrip().splitlines()[-1].startswith("OK: ")
