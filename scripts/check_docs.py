@@ -43,7 +43,6 @@ CITATIONS_PENDING = (
     "tests/garm_sim/",
     "tests/contract/",
     "tests/fake_github/",
-    "tests/e2e/",
 )
 
 INLINE_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
