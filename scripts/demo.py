@@ -215,7 +215,12 @@ def charm_machine(sim: GarmSim) -> Iterator[testing.State]:
         yield dataclasses.replace(
             state,
             resources=resources(pathlib.Path(tmp)),
-            config={"port": sim.port, "external-url": "https://garm.example.com"},
+            # The demo runs every hook itself: no reconcile tick (no systemd timer) here.
+            config={
+                "port": sim.port,
+                "external-url": "https://garm.example.com",
+                "reconcile-interval": "0",
+            },
             relations={relation},
         )
 

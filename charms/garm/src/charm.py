@@ -47,6 +47,7 @@ from garm_bootstrap import (
 )
 from garm_objects import list_scalesets, reconcile_objects
 from provider_retention import retained_providers, retention_message
+from reconcile_tick import ReconcileTick, TickError, TickSchedule
 from scaleset_reconciler import ReconcileSettings
 from service_handover import HostClaim, Verdict, decide, reports_running, running_flag
 from workload import (
@@ -84,12 +85,25 @@ class JujuSecretStore:
         self._model.app.add_secret(dict(content), label=label, description="GARM bootstrap")
 
 
+class ReconcileTickEvent(ops.EventBase):
+    """The leader's timer fired (`reconcile_tick.py`): reconcile between hooks."""
+
+
+class GarmCharmEvents(ops.CharmEvents):
+    """Juju's events, plus the tick the timer dispatches as `hooks/reconcile-tick`."""
+
+    reconcile_tick = ops.EventSource(ReconcileTickEvent)
+
+
 class GarmCharm(ops.CharmBase):
     """Machine charm that installs, bootstraps and drives GARM."""
+
+    on = GarmCharmEvents()
 
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
         self._workload = Workload()
+        self._tick = ReconcileTick()
         self._secrets = JujuSecretStore(self.model)
         self._database = Database(self)
         self._status: ops.StatusBase | None = None
@@ -111,6 +125,7 @@ class GarmCharm(ops.CharmBase):
             self.on[PEER_RELATION].relation_departed,
             self.on[cos_agent.RELATION_NAME].relation_joined,
             self.on[cos_agent.RELATION_NAME].relation_changed,
+            self.on.reconcile_tick,
         ):
             framework.observe(event, self._reconcile)
         framework.observe(self.on.remove, self._on_remove)
@@ -129,6 +144,7 @@ class GarmCharm(ops.CharmBase):
         self._status = self._reconcile_unit()
         logger.info("reconcile: %s %s", self._status.name, self._status.message)
         self._publish_cos_agent()
+        self._schedule_tick()
 
     def _reconcile_unit(self) -> ops.StatusBase:
         if not self.unit.is_leader():
@@ -159,6 +175,24 @@ class GarmCharm(ops.CharmBase):
             cos_agent.publish(self, port=port, runs_garm=self.unit.is_leader())
         except (ops.ModelError, OSError, ValueError) as error:
             logger.warning("cos-agent data not published (retried at the next hook): %s", error)
+
+    def _schedule_tick(self) -> None:
+        """Keep the reconcile tick on the leader at `reconcile-interval`; nowhere else.
+
+        A bad config leaves the timer as it is (nothing changes until the value is fixed); a
+        systemd failure is logged and retried at the next hook, which reconciles anyway.
+        """
+        try:
+            interval = parse_config(self.config).reconcile_interval
+        except InvalidConfigError:
+            return
+        if not self.unit.is_leader() or not interval:
+            self._tick.remove()
+            return
+        try:
+            self._tick.install(TickSchedule(self.unit.name, self.charm_dir, interval))
+        except TickError as error:
+            logger.warning("reconcile tick not installed (hooks still reconcile): %s", error)
 
     def _install(self, proxy: ProxyConfig) -> ops.StatusBase | None:
         if not self._workload.is_installed():
@@ -330,6 +364,7 @@ class GarmCharm(ops.CharmBase):
     # Other events -------------------------------------------------------------------------
 
     def _on_remove(self, _: ops.RemoveEvent) -> None:
+        self._tick.remove()
         self._workload.remove()
 
     def _on_get_credentials(self, event: ops.ActionEvent) -> None:

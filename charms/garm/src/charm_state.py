@@ -33,18 +33,21 @@ class InvalidConfigError(ValueError):
         self.reason = reason
 
 
-def parse_duration(value: str) -> datetime.timedelta:
-    """Read a duration such as "7h", "90m", "60s" or "1h30m".
+def parse_duration(value: str, *, zero: bool = False) -> datetime.timedelta:
+    """Read a duration such as "7h", "90m", "60s" or "1h30m" ("0" too when `zero`).
 
     Raises:
-        ValueError: not such a duration, or zero.
+        ValueError: not such a duration, or zero when `zero` is False.
     """
-    match = _DURATION.match(value.strip())
-    if not value.strip() or match is None:
+    text = value.strip()
+    if zero and text == "0":
+        return datetime.timedelta(0)
+    match = _DURATION.match(text)
+    if not text or match is None:
         raise ValueError("must be a duration such as 7h, 90m or 60s")
     parts = {unit: int(amount or 0) for unit, amount in match.groupdict().items()}
     duration = datetime.timedelta(hours=parts["h"], minutes=parts["m"], seconds=parts["s"])
-    if duration <= datetime.timedelta(0):
+    if duration <= datetime.timedelta(0) and not zero:
         raise ValueError("must be longer than zero")
     return duration
 
@@ -62,6 +65,10 @@ class CharmConfig(BaseModel):
     )
     handover_grace: datetime.timedelta = Field(
         default=datetime.timedelta(seconds=60), alias="handover-grace"
+    )
+    # Zero: no reconcile tick, only hooks (docs/adr/0006-reconcile-tick-timer.md).
+    reconcile_interval: datetime.timedelta = Field(
+        default=datetime.timedelta(minutes=1), alias="reconcile-interval"
     )
 
     @field_validator("external_url")
@@ -81,6 +88,11 @@ class CharmConfig(BaseModel):
     @classmethod
     def _check_duration(cls, value: Any) -> Any:
         return parse_duration(value) if isinstance(value, str) else value
+
+    @field_validator("reconcile_interval", mode="before")
+    @classmethod
+    def _check_interval(cls, value: Any) -> Any:
+        return parse_duration(value, zero=True) if isinstance(value, str) else value
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
