@@ -49,6 +49,7 @@ from garm_objects import list_scalesets, reconcile_objects
 from provider_retention import retained_providers, retention_message
 from reconcile_tick import ReconcileTick, TickError, TickSchedule
 from scaleset_reconciler import ReconcileSettings
+from scaleset_report import STATUS_LIMIT, cut, fit
 from service_handover import HostClaim, Verdict, decide, reports_running, running_flag
 from workload import (
     GARM_RESOURCE,
@@ -141,7 +142,7 @@ class GarmCharm(ops.CharmBase):
     # The reconcile ------------------------------------------------------------------------
 
     def _reconcile(self, _: ops.EventBase) -> None:
-        self._status = self._reconcile_unit()
+        self._status = _bounded(self._reconcile_unit())
         logger.info("reconcile: %s %s", self._status.name, self._status.message)
         self._publish_cos_agent()
         self._schedule_tick()
@@ -253,17 +254,17 @@ class GarmCharm(ops.CharmBase):
             handover_grace=config.handover_grace, drain_timeout=config.drain_timeout
         )
         try:
-            outcome = reconcile_objects(
-                client, desired, now=datetime.datetime.now(datetime.UTC), settings=settings
-            )
+            outcome = reconcile_objects(client, desired, now=utc_now(), settings=settings)
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
         except (GarmError, WorkloadError) as error:
             return _interrupted(error)
         if outcome.blocked:
             return ops.BlockedStatus(outcome.blocked)
+        if outcome.retrying:
+            return ops.WaitingStatus(outcome.retrying)
         if outcome.waiting and not desired.specs:
-            return ops.WaitingStatus("; ".join(t for t in (outcome.waiting, kept) if t))
-        return ops.ActiveStatus("; ".join(t for t in (outcome.active, outcome.waiting, kept) if t))
+            return ops.WaitingStatus(fit([outcome.waiting, kept], "; "))
+        return ops.ActiveStatus(fit([outcome.active, outcome.waiting, kept], "; "))
 
     def _release_unused_providers(self, garm: GarmConfig, in_use: Mapping[str, int]) -> str:
         """Drop kept providers GARM has no scale set on any more (one restart); say who stays.
@@ -329,7 +330,7 @@ class GarmCharm(ops.CharmBase):
             claim,
             running,
             sqlite=sqlite,
-            now=datetime.datetime.now(datetime.UTC),
+            now=utc_now(),
         )
         if decision.claim != claim:
             peers.data[self.app].update(decision.claim.as_app_data())
@@ -358,7 +359,11 @@ class GarmCharm(ops.CharmBase):
         except BootstrapError as error:
             return ops.BlockedStatus(str(error))
         except GarmApiError as error:
-            return ops.BlockedStatus(f"GARM refused its bootstrap: {error}")
+            logger.warning("GARM refused its bootstrap: %s", error)
+            return ops.BlockedStatus(
+                f"GARM refused its bootstrap ({error.operation}, HTTP {error.status}): "
+                "see juju debug-log"
+            )
         return None
 
     # Other events -------------------------------------------------------------------------
@@ -399,7 +404,7 @@ class GarmCharm(ops.CharmBase):
             listing = list_scalesets(
                 client,
                 read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION]),
-                now=datetime.datetime.now(datetime.UTC),
+                now=utc_now(),
                 settings=ReconcileSettings(
                     handover_grace=config.handover_grace, drain_timeout=config.drain_timeout
                 ),
@@ -440,6 +445,15 @@ class GarmCharm(ops.CharmBase):
         return f"http://127.0.0.1:{config.port}"
 
 
+def utc_now() -> datetime.datetime:
+    """The time every decision of the charm is taken at: the one clock tests and the demo set.
+
+    GARM stamps its objects with its own clock on this machine; the hand-over grace and the drain
+    deadline compare against this one.
+    """
+    return datetime.datetime.now(datetime.UTC)
+
+
 def _interrupted(error: GarmError | WorkloadError) -> ops.StatusBase:
     """The status of a reconcile that stopped half-way; the next hook takes it up again."""
     logger.warning("reconcile stopped: %s", error)
@@ -451,7 +465,19 @@ def _interrupted(error: GarmError | WorkloadError) -> ops.StatusBase:
         )
     if isinstance(error, WorkloadError):
         return ops.BlockedStatus(f"cannot run GARM: {error}")
-    return ops.BlockedStatus(f"GARM refused {error}")
+    if isinstance(error, GarmApiError):
+        return ops.BlockedStatus(
+            f"GARM refused {error.operation} (HTTP {error.status}): see juju debug-log"
+        )
+    return ops.BlockedStatus(f"GARM's answer was not understood: {error}")
+
+
+def _bounded(status: ops.StatusBase) -> ops.StatusBase:
+    """Every status fits `juju status` (120 characters); a longer text is logged in full."""
+    if len(status.message) <= STATUS_LIMIT:
+        return status
+    logger.info("status in full: %s", status.message)
+    return ops.StatusBase.from_name(status.name, cut(status.message, STATUS_LIMIT))
 
 
 def _database_unusable(database: DatabaseState, version: str) -> ops.StatusBase | None:
@@ -464,7 +490,7 @@ def _database_unusable(database: DatabaseState, version: str) -> ops.StatusBase 
     if database.postgres is not None and garm_version_supports_postgresql(version) is False:
         return ops.BlockedStatus(
             f"database: GARM {version} has no PostgreSQL backend; attach a garm-binary "
-            "built after v0.2.1, or remove the database relation"
+            "built after v0.2.1 or remove the relation"
         )
     return None
 

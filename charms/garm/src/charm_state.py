@@ -151,7 +151,7 @@ def backend_switch_problem(
         return None
     if recorded == SQLITE:
         return (
-            "GARM's data is in SQLite and cannot move to PostgreSQL: remove the database "
-            f"relation, or see {SWITCH_HOWTO}"
+            "GARM's data is in SQLite, which cannot move to PostgreSQL: remove the relation "
+            f"or see {SWITCH_HOWTO}"
         )
     return f"GARM's data is in PostgreSQL: relate the database again, or see {SWITCH_HOWTO}"

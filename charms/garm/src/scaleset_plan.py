@@ -26,7 +26,14 @@ from scaleset_marker import Marker, config_hash, parse_marker
 from scaleset_naming import DEFAULT_MAX_LENGTH, FamilyIndex, is_valid_logical_name, name_for
 from scaleset_naming import live_name as spec_live_name
 from scaleset_naming import stem as spec_stem
-from scaleset_report import Phase, PredecessorReport, ReconcileReport, SpecReport
+from scaleset_report import (
+    NAME_LIMIT,
+    Phase,
+    PredecessorReport,
+    ReconcileReport,
+    SpecReport,
+    cut,
+)
 from scaleset_spec import ScalesetSpec
 
 # GARM refuses to remove an instance in any other state (REFERENCE C13, §5.3).
@@ -142,7 +149,13 @@ def prepare(specs: Sequence[ScalesetSpec], settings: ReconcileSettings) -> Prepa
             problems.append(f"its name {live!r} is also the name of {taken[live]!r}")
         if problems:
             rejected.append(
-                SpecReport(spec.name, Phase.BLOCKED, message="; ".join(problems), errors=problems)
+                SpecReport(
+                    spec.name,
+                    Phase.BLOCKED,
+                    message="; ".join(problems),
+                    status=f"invalid settings, fix them in its configurator: {problems[0]}",
+                    errors=problems,
+                )
             )
             continue
         taken[live] = spec.name
@@ -530,6 +543,8 @@ def _plan_live_readiness(
             f"{', '.join(sorted(missing))} (GitHub may not allow several labels here); "
             "the old scale set keeps serving: change the labels or enable multiple labels"
         )
+        dropped = cut(", ".join(sorted(missing)), NAME_LIMIT)
+        report.status = f"GitHub dropped labels {dropped} (old set serves): change the labels"
         report.errors.append(report.message)
         return False
     marker = live.marker
@@ -538,7 +553,11 @@ def _plan_live_readiness(
     since = live.scaleset.created_at
     if marker is not None and marker.enabled_at is not None:
         since = max(since, marker.enabled_at)
-    return context.now - since >= context.settings.handover_grace
+    serves_at = since + context.settings.handover_grace
+    if context.now < serves_at:
+        report.serves_in = (serves_at - context.now).total_seconds()
+        return False
+    return True
 
 
 def plan_retirement(
@@ -594,6 +613,7 @@ def _drain(
         runners=len(runners),
         seconds_left=left,
         delete_failures=marker.delete_failures,
+        deadline=deadline,
     )
     if not runners:
         report.phase = Phase.DELETING
@@ -624,8 +644,11 @@ def _summarise(report: SpecReport, ready: bool) -> None:
     phases = {p.phase for p in report.predecessors}
     stopped = sum(p.forced for p in report.predecessors)
     report.jobs_stopped = stopped
-    lefts = [p.seconds_left for p in report.predecessors if p.phase is Phase.DRAINING]
-    report.seconds_left = min((x for x in lefts if x is not None), default=None)
+    draining = [p for p in report.predecessors if p.phase is Phase.DRAINING]
+    report.seconds_left = min(
+        (p.seconds_left for p in draining if p.seconds_left is not None), default=None
+    )
+    report.deadline = min((p.deadline for p in draining if p.deadline is not None), default=None)
     if report.phase is Phase.BLOCKED:
         return
     order = (Phase.HANDING_OVER, Phase.FORCING, Phase.DRAINING, Phase.DELETING)

@@ -53,11 +53,13 @@ from scaleset_plan import (
     prepare,
 )
 from scaleset_report import (
+    Failure,
     Phase,
     PredecessorReport,
     ReconcileReport,
     SpecReport,
     blocked_message,
+    retry_message,
     status_message,
 )
 from scaleset_spec import ScalesetSpec
@@ -72,6 +74,7 @@ __all__ = [
     "blocked_message",
     "preview",
     "reconcile",
+    "retry_message",
     "status_message",
 ]
 
@@ -242,7 +245,7 @@ class _Executor:
             except (GarmApiError, InvalidRequest) as error:
                 if not isinstance(action, ForceRemoveAction):
                     self._failed.add(action.owner)
-                self._fail(action.owner, f"{_describe(action)}: {error}")
+                self._fail(action.owner, f"{_describe(action)}: {error}", _failure(action, error))
         if self._deleted:
             self._confirm_deletes()
 
@@ -312,14 +315,18 @@ class _Executor:
             text += f" {failures} times in a row: check GARM's log (GitHub refused the delete?)"
         else:
             text += "; retrying on the next pass"
-        self._fail(action.owner, text)
+        retry = failures < REPEATED_DELETE_FAILURES
+        self._fail(
+            action.owner, text, Failure(_owner_name(action), "delete", kept=failures, retry=retry)
+        )
         counted = dataclasses.replace(action.marker, delete_failures=failures)
         try:
             self._api.update_scaleset(
                 action.scaleset_id, ScaleSetUpdate(extended_state=counted.render())
             )
         except (GarmApiError, InvalidRequest) as error:
-            self._fail(action.owner, f"recording the failed delete of {action.name!r}: {error}")
+            text = f"recording the failed delete of {action.name!r}: {error}"
+            self._fail(action.owner, text, _failure(action, error, call="update"))
         for predecessor in self._predecessors(action.owner):
             if predecessor.scaleset_id == action.scaleset_id:
                 predecessor.delete_failures = failures
@@ -343,7 +350,8 @@ class _Executor:
         orphan = self._orphans.get(owner)
         return [orphan] if orphan is not None else []
 
-    def _fail(self, owner: str, text: str) -> None:
+    def _fail(self, owner: str, text: str, failure: Failure) -> None:
+        self._report.failures.append(failure)
         spec = self._specs.get(owner)
         if spec is not None:
             spec.errors.append(text)
@@ -355,6 +363,28 @@ class _Executor:
         if orphan is not None:
             orphan.phase = Phase.ERROR
         self._report.errors.append(text)
+
+
+def _failure(
+    action: Action, error: GarmApiError | InvalidRequest, call: str | None = None
+) -> Failure:
+    """The status's view of a refused call: which, whose, and whether retrying may help."""
+    status = error.status if isinstance(error, GarmApiError) else None
+    verb = call or _VERBS[type(action)]
+    return Failure(_owner_name(action), verb, status, retry=status is not None and status >= 500)
+
+
+_VERBS: dict[type, str] = {
+    CreateAction: "create",
+    UpdateAction: "update",
+    ForceRemoveAction: "remove a runner of",
+    DeleteAction: "delete",
+}
+
+
+def _owner_name(action: Action) -> str:
+    """The spec's logical name, or for an unconfigured scale set its own name."""
+    return action.owner.removeprefix(orphan_owner(""))
 
 
 def _describe(action: Action) -> str:

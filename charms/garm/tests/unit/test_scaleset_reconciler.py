@@ -13,7 +13,13 @@ from garm_api import GarmUnreachable
 from garm_models import ScaleSetUpdate
 from scaleset_marker import Marker, parse_marker
 from scaleset_naming import live_name
-from scaleset_reconciler import Phase, ReconcileReport, blocked_message, status_message
+from scaleset_reconciler import (
+    Phase,
+    ReconcileReport,
+    blocked_message,
+    retry_message,
+    status_message,
+)
 
 NEW_LABELS = ("x64", "gpu")
 
@@ -104,7 +110,7 @@ def test_predecessor_is_left_alone_within_the_handover_grace():
     assert garm.writes() == []
     assert report.spec("small").phase is Phase.CREATING
     assert report.spec("small").labels_changing
-    assert status_message(report) == "'small' labels changing: starting new scale set"
+    assert status_message(report) == "'small' labels changing: handing over (new set serves in 1s)"
 
 
 def test_handover_retires_each_predecessor_with_one_update():
@@ -167,7 +173,9 @@ def test_draining_waits_for_the_job_then_deletes():
     assert [(p.name, p.runners) for p in spec.predecessors] == [(old, 1)]
     assert spec.seconds_left == pytest.approx(6 * 3600)
     assert old in garm.names()
-    assert status_message(draining) == "'small' labels changing: draining 1 runner"
+    assert status_message(draining) == (
+        "'small' labels changing: draining 1 runner (deadline 05:52 UTC)"
+    )
     assert garm.deletes_refused_with_runners == []
 
     garm.finish_job(job)
@@ -427,7 +435,8 @@ def test_one_refusal_does_not_stop_other_specs_or_the_sweep():
     assert "HTTP 500" in report.spec("a").errors[0]
     assert report.spec("b").phase is Phase.CREATING
     assert not garm.by_name(live_name(make_spec("gone"))).enabled
-    assert "GARM refused changes to 'a'" in status_message(report)
+    assert retry_message(report) == "GARM failed to create 'a' (HTTP 500); retrying"
+    assert "'a'" not in status_message(report)
 
 
 def test_outage_stops_the_pass_at_once():
@@ -563,7 +572,9 @@ def test_several_predecessors_are_one_status_entry():
 
     report = run(garm, [make_spec(labels=("arm64",))])
 
-    assert status_message(report) == "'small' labels changing: draining 2 runners"
+    assert status_message(report) == (
+        "'small' labels changing: draining 2 runners (deadline 05:52 UTC)"
+    )
     assert len(report.spec("small").predecessors) == 2
 
 
