@@ -250,9 +250,7 @@ class GarmCharm(ops.CharmBase):
         desired: DesiredState,
         garm_config: GarmConfig,
     ) -> ops.StatusBase:
-        settings = ReconcileSettings(
-            handover_grace=config.handover_grace, drain_timeout=config.drain_timeout
-        )
+        settings = _reconcile_settings(config)
         try:
             outcome = reconcile_objects(client, desired, now=utc_now(), settings=settings)
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
@@ -405,9 +403,7 @@ class GarmCharm(ops.CharmBase):
                 client,
                 read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION]),
                 now=utc_now(),
-                settings=ReconcileSettings(
-                    handover_grace=config.handover_grace, drain_timeout=config.drain_timeout
-                ),
+                settings=_reconcile_settings(config),
             )
         except (InvalidConfigError, GarmError) as error:
             event.fail(str(error))
@@ -443,6 +439,14 @@ class GarmCharm(ops.CharmBase):
     @staticmethod
     def _local_url(config: CharmConfig) -> str:
         return f"http://127.0.0.1:{config.port}"
+
+
+def _reconcile_settings(config: CharmConfig) -> ReconcileSettings:
+    return ReconcileSettings(
+        handover_grace=config.handover_grace,
+        drain_timeout=config.drain_timeout,
+        handover_timeout=config.handover_timeout,
+    )
 
 
 def utc_now() -> datetime.datetime:

@@ -66,6 +66,9 @@ class CharmConfig(BaseModel):
     handover_grace: datetime.timedelta = Field(
         default=datetime.timedelta(seconds=60), alias="handover-grace"
     )
+    handover_timeout: datetime.timedelta = Field(
+        default=datetime.timedelta(minutes=30), alias="handover-timeout"
+    )
     # Zero: no reconcile tick, only hooks (docs/adr/0006-reconcile-tick-timer.md).
     reconcile_interval: datetime.timedelta = Field(
         default=datetime.timedelta(minutes=1), alias="reconcile-interval"
@@ -84,7 +87,7 @@ class CharmConfig(BaseModel):
             raise ValueError("must not have a query or a fragment")
         return value
 
-    @field_validator("drain_timeout", "handover_grace", mode="before")
+    @field_validator("drain_timeout", "handover_grace", "handover_timeout", mode="before")
     @classmethod
     def _check_duration(cls, value: Any) -> Any:
         return parse_duration(value) if isinstance(value, str) else value

@@ -172,6 +172,7 @@ def _changeover(
         "seconds-left": spec.seconds_left,
         "deadline": _utc(spec.deadline),
         "serves-in": spec.serves_in,
+        "awaiting-runner-until": _utc(spec.awaiting_runner_until),
         "message": spec.message,
         "predecessors": [_predecessor(p, runners) for p in spec.predecessors],
         "generations": generations,

@@ -33,11 +33,14 @@ from scaleset_report import (
     ReconcileReport,
     SpecReport,
     cut,
+    short_name,
 )
 from scaleset_spec import ScalesetSpec
 
 # GARM refuses to remove an instance in any other state (REFERENCE C13, §5.3).
 FORCEABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
+# A runner in one of these states is registered at GitHub and can take a job (REFERENCE §5.2).
+ONLINE_RUNNER_STATUSES = frozenset({"idle", "active"})
 DEFAULT_RUNNER_GROUP = "Default"
 _ENTITY_NOUNS = {
     EntityKind.REPOSITORY: "repository",
@@ -55,11 +58,14 @@ class ReconcileSettings:
             its predecessors are retired, so its listener is up at GitHub.
         drain_timeout: how long a retired scale set may keep runners (jobs) before they are
             force-removed; GitHub's default job timeout is 6 hours.
+        handover_timeout: how long a new scale set with `min_idle_runners` > 0 may go without a
+            runner online before the charm blocks (its predecessors keep serving meanwhile).
         max_name_length: the longest live name the charm creates.
     """
 
     handover_grace: datetime.timedelta = datetime.timedelta(seconds=60)
     drain_timeout: datetime.timedelta = datetime.timedelta(hours=7)
+    handover_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
     max_name_length: int = DEFAULT_MAX_LENGTH
 
 
@@ -326,10 +332,27 @@ def needs(prepared: Prepared, grouping: Grouping, *, sweep_orphans: bool) -> Nee
     retired_orphans = sweep_orphans and any(
         m.marker is not None and m.marker.retired for m in grouping.orphans
     )
+    capacity = any(
+        awaits_capacity(entry.spec, grouping.families[entry.spec.name])
+        for entry in prepared.entries
+    )
     return Needs(
         entity_kinds=frozenset(entry.spec.entity.kind for entry in creating),
         providers=bool(creating),
-        instances=bool(retired) or retired_orphans,
+        instances=bool(retired) or retired_orphans or capacity,
+    )
+
+
+def awaits_capacity(spec: ScalesetSpec, family: Family) -> bool:
+    """Whether a hand-over must first see a runner of the live scale set online.
+
+    Only with `min_idle_runners` > 0 (with 0 no runner is expected before a job comes) and only
+    while a predecessor still serves: a converged pass never lists instances for it.
+    """
+    return (
+        spec.min_idle_runners > 0
+        and family.live is not None
+        and any(m.marker is None or m.marker.retired_at is None for m in family.predecessors)
     )
 
 
@@ -418,7 +441,9 @@ def plan_spec(
     update = live_update(spec, family.live, context.now)
     if update is not None:
         actions.append(update)
-    ready = _plan_live_readiness(spec, family.live, context, report)
+    ready = _plan_live_readiness(spec, family.live, context, report) and _has_capacity(
+        spec, family, context, report
+    )
     for member in family.predecessors:
         predecessor, retire_actions = plan_retirement(spec.name, member, ready, context)
         report.predecessors.append(predecessor)
@@ -550,14 +575,55 @@ def _plan_live_readiness(
     marker = live.marker
     if not live.scaleset.enabled or (marker is not None and marker.retired):
         return False
-    since = live.scaleset.created_at
-    if marker is not None and marker.enabled_at is not None:
-        since = max(since, marker.enabled_at)
-    serves_at = since + context.settings.handover_grace
+    serves_at = _serving_since(live) + context.settings.handover_grace
     if context.now < serves_at:
         report.serves_in = (serves_at - context.now).total_seconds()
         return False
     return True
+
+
+def _has_capacity(
+    spec: ScalesetSpec, family: Family, context: _Context, report: SpecReport
+) -> bool:
+    """Whether the live scale set serves with a runner online, if the hand-over needs one.
+
+    A new generation whose runners never come online (a broken image or flavor) must not
+    replace one that works: the predecessors keep serving, and after `handover_timeout` the
+    spec is blocked naming the new scale set. It proceeds by itself once a runner comes up.
+    """
+    live = family.live
+    if live is None or not awaits_capacity(spec, family):
+        return True
+    runners = context.observed.runners(live.scaleset.id)
+    if any(r.status == "running" and r.runner_status in ONLINE_RUNNER_STATUSES for r in runners):
+        return True
+    since = _serving_since(live)
+    give_up = since + context.settings.handover_timeout
+    if context.now < give_up:
+        report.awaiting_runner_until = give_up
+        report.message = f"waiting for a runner of {live.scaleset.name!r} to come online"
+        return False
+    minutes = int(context.settings.handover_timeout.total_seconds() // 60)
+    report.phase = Phase.BLOCKED
+    report.message = (
+        f"no runner of the new scale set {live.scaleset.name!r} came online within "
+        f"{minutes} min; the old scale set keeps serving: check the new set's image, flavor "
+        "and provider (GARM's log); the hand-over goes on by itself once a runner is online"
+    )
+    report.status = (
+        f"no runner of new set {short_name(live.scaleset.name)} online after {minutes} min; "
+        "check image/flavor"
+    )
+    report.errors.append(report.message)
+    return False
+
+
+def _serving_since(live: Member) -> datetime.datetime:
+    """When the live scale set was created, or re-enabled after a label change back."""
+    marker = live.marker
+    if marker is not None and marker.enabled_at is not None:
+        return max(live.scaleset.created_at, marker.enabled_at)
+    return live.scaleset.created_at
 
 
 def plan_retirement(

@@ -66,6 +66,8 @@ class SpecReport:
     deadline: datetime.datetime | None = None
     # Until the new scale set has served for the hand-over grace (None: not waiting for it).
     serves_in: float | None = None
+    # Past the grace, waiting for a runner of the new scale set to come online, until then.
+    awaiting_runner_until: datetime.datetime | None = None
     jobs_stopped: int = 0
     message: str = ""
     # The Blocked text for `juju status` when `message` is too long for it.
@@ -230,10 +232,8 @@ def _changeover_text(spec: SpecReport) -> str:
 
 def _phase_text(spec: SpecReport) -> str:
     runners = spec.draining_runners
-    if spec.phase is Phase.CREATING and spec.serves_in is not None:
-        return f"handing over (new set serves in {_duration(spec.serves_in)})"
     if spec.phase is Phase.CREATING:
-        return "starting new scale set" if spec.predecessors else "creating"
+        return _creating_text(spec)
     if spec.phase is Phase.HANDING_OVER:
         return "handing over"
     if spec.phase is Phase.FORCING:
@@ -244,6 +244,16 @@ def _phase_text(spec: SpecReport) -> str:
         deadline = f" (deadline {clock_time(spec.deadline)})" if spec.deadline else ""
         return f"draining {_runners(runners)}{deadline}"
     return "deleting old scale set"
+
+
+def _creating_text(spec: SpecReport) -> str:
+    """The new scale set is being created, or waits for the grace or for a runner online."""
+    if spec.serves_in is not None:
+        return f"handing over (new set serves in {_duration(spec.serves_in)})"
+    if spec.awaiting_runner_until is not None:
+        until = clock_time(spec.awaiting_runner_until)
+        return f"handing over (waiting for a runner of the new set until {until})"
+    return "starting new scale set" if spec.predecessors else "creating"
 
 
 def clock_time(moment: datetime.datetime) -> str:

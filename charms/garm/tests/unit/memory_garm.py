@@ -13,7 +13,8 @@ running/error/pending_delete/pending_force_delete. `tick()` is GARM's worker: id
 
 Faults: `refuse` (the next calls of an operation answer 400 or 500), `outage` (every call raises
 `GarmUnreachable`), `keep_deletes` (DELETE answers 200 and keeps the scale set, REFERENCE C9),
-`drop_labels` (labels GARM/GitHub silently drops at creation).
+`drop_labels` (labels GARM/GitHub silently drops at creation), `stuck_boots` (new runners never
+come online: a broken image or flavor).
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ class MemoryGarm:
         self.outage = False
         self.keep_deletes = False
         self.drop_labels: set[str] = set()
+        self.stuck_boots = False
         self.deletes_refused_with_runners: list[str] = []
         self.deletes_refused_enabled: list[str] = []
         self.forced: list[tuple[str, int, datetime.datetime, str]] = []
@@ -193,7 +195,7 @@ class MemoryGarm:
         for name, runner in list(self.runners.items()):
             if runner.status in ("pending_delete", "pending_force_delete"):
                 del self.runners[name]
-            elif runner.status == "pending_create":
+            elif runner.status == "pending_create" and not self.stuck_boots:
                 runner.status = "running"
         for row in self.rows.values():
             self._scale(row)

@@ -24,11 +24,13 @@ def test_defaults_are_valid():
             "drain-timeout": "7h",
             "handover-grace": "60s",
             "reconcile-interval": "1m",
+            "handover-timeout": "30m",
         }
     )
 
     assert config.port == 9997
     assert config.reconcile_interval == datetime.timedelta(minutes=1)
+    assert config.handover_timeout == datetime.timedelta(minutes=30)
     assert config.drain_timeout == datetime.timedelta(hours=7)
     assert config.handover_grace == datetime.timedelta(seconds=60)
     assert config.base_url("10.1.2.3") == "http://10.1.2.3:9997"
@@ -79,6 +81,7 @@ def test_zero_reconcile_interval_means_hooks_only(text: str):
         ({"drain-timeout": "1d"}, "drain-timeout"),
         ({"handover-grace": ""}, "handover-grace"),
         ({"reconcile-interval": "1d"}, "reconcile-interval"),
+        ({"handover-timeout": "0"}, "handover-timeout"),
         ({"reconcile-interval": ""}, "reconcile-interval"),
     ],
 )

@@ -42,6 +42,7 @@ def test_a_draining_changeover_shows_each_generation_and_an_absolute_deadline():
     changed = make_spec(labels=NEW_LABELS, min_idle_runners=1)
     run(garm, [changed])
     garm.advance(61)
+    garm.tick()  # the new set's idle runner comes online
     retired_at = garm.now
     run(garm, [changed])
 

@@ -1,8 +1,9 @@
 """Properties of the scale-set changeover under random changes, traffic, faults and restarts.
 
 A hypothesis state machine drives reconcile passes against the in-memory GARM and checks after
-every step: no label gap, no delete of a scale set with runners (or enabled), no forced drain
-before its deadline, hand-made scale sets untouched; and, once inputs settle and faults stop,
+every step: no label gap, no hand-over before the replacement has a runner online, no delete of
+a scale set with runners (or enabled), no forced drain before its deadline, hand-made scale sets
+untouched; and, once inputs settle and faults stop,
 convergence to exactly the live scale sets within a bounded number of passes, after which a
 pass writes nothing.
 
@@ -123,6 +124,11 @@ class ScalesetMachine(RuleBasedStateMachine):
         """GitHub (GHES without multi-label support) drops the `gpu` label at creation."""
         self.garm.drop_labels = {"gpu"} if on else set()
 
+    @rule(on=st.booleans())
+    def stuck_boots(self, on: bool) -> None:
+        """New runners never come online (a broken image or flavor), or boot again."""
+        self.garm.stuck_boots = on
+
     @rule()
     def restart_garm(self) -> None:
         """GARM restarts: its database stays, refusals queued in memory are gone."""
@@ -237,7 +243,10 @@ class ScalesetMachine(RuleBasedStateMachine):
                 )
 
     def _check_handover_waited(self, enabled_before: set[int]) -> None:
-        """A scale set is retired only once a replacement with all labels is past the grace."""
+        """A scale set is retired only once its replacement is ready.
+
+        Ready: all labels, past the grace, and (min-idle > 0 here) a runner online.
+        """
         garm = self.garm
         retired = {i for i in enabled_before if i in garm.rows and not garm.rows[i].enabled}
         for logical in LOGICAL:
@@ -249,8 +258,18 @@ class ScalesetMachine(RuleBasedStateMachine):
                 row.enabled
                 and wanted <= self._labels(row)
                 and self._serving_since(row) + SETTINGS.handover_grace <= garm.now
+                and self._online(row)
                 for row in family
             ), f"{logical}: retired before a replacement was ready"
+
+    def _online(self, row: Any) -> bool:
+        """Whether a runner of `row` is online (every spec here has min-idle 1)."""
+        return any(
+            runner.scaleset_id == row.id
+            and runner.status == "running"
+            and runner.runner_status in ("idle", "active")
+            for runner in self.garm.runners.values()
+        )
 
     def _serving_since(self, row: Any) -> datetime.datetime:
         marker = parse_marker(row.extended_state)
@@ -264,6 +283,7 @@ class ScalesetMachine(RuleBasedStateMachine):
         garm.keep_deletes = False
         garm.refusals.clear()
         garm.drop_labels = set()
+        garm.stuck_boots = False
         for name in [n for n, r in garm.runners.items() if r.runner_status == "active"]:
             garm.finish_job(name)
         report = None
