@@ -207,6 +207,7 @@ def _predecessor(predecessor: PredecessorReport, runners: _Runners) -> dict[str,
         "seconds-left": predecessor.seconds_left,
         "deadline": _utc(predecessor.deadline),
         "delete-failures": predecessor.delete_failures,
+        "delete-retry-at": _utc(predecessor.delete_retry_at),
     }
 
 

@@ -683,7 +683,9 @@ def _drain(
     )
     if not runners:
         report.phase = Phase.DELETING
-        actions.append(DeleteAction(owner, scaleset.id, scaleset.name, marker))
+        report.delete_retry_at = marker.delete_retry_at
+        if marker.delete_retry_at is None or context.now >= marker.delete_retry_at:
+            actions.append(DeleteAction(owner, scaleset.id, scaleset.name, marker))
     elif context.now >= deadline:
         report.phase = Phase.FORCING
         forceable = [r for r in runners if r.status in FORCEABLE_STATUSES]

@@ -53,6 +53,7 @@ from scaleset_plan import (
     prepare,
 )
 from scaleset_report import (
+    REPEATED_DELETE_FAILURES,
     Failure,
     Phase,
     PredecessorReport,
@@ -80,8 +81,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# Deletes GARM answered but did not carry out (REFERENCE C9) before the report calls it stuck.
-REPEATED_DELETE_FAILURES = 3
+# After a delete GARM kept, the next is sent a minute later, then 2, 4... at most an hour later.
+FIRST_DELETE_RETRY = datetime.timedelta(minutes=1)
+LAST_DELETE_RETRY = datetime.timedelta(hours=1)
 
 
 class ScalesetApi(Protocol):
@@ -160,7 +162,7 @@ def reconcile(
     the_plan = plan(
         prepared, grouping, observed, now=now, settings=settings, sweep_orphans=sweep_orphans
     )
-    executor = _Executor(counted, the_plan)
+    executor = _Executor(counted, the_plan, now)
     executor.run()
     report = the_plan.report
     report.requests, report.writes = counted.requests, counted.writes
@@ -223,8 +225,9 @@ def _observe(api: ScalesetApi, wanted: Needs) -> Observed:
 class _Executor:
     """Runs a plan's actions in order; one owner's refusal skips only that owner's rest."""
 
-    def __init__(self, api: ScalesetApi, the_plan: Plan) -> None:
+    def __init__(self, api: ScalesetApi, the_plan: Plan, now: datetime.datetime) -> None:
         self._api = api
+        self._now = now
         self._actions = the_plan.actions
         self._report = the_plan.report
         self._specs = {spec.logical: spec for spec in the_plan.report.specs}
@@ -309,17 +312,17 @@ class _Executor:
                 self._gone(action)
 
     def _kept(self, action: DeleteAction) -> None:
+        """Count the kept delete in the marker and put the next one off, doubling each time."""
         failures = action.marker.delete_failures + 1
+        retry_at = self._now + min(FIRST_DELETE_RETRY * 2 ** (failures - 1), LAST_DELETE_RETRY)
         text = f"GARM answered the delete of {action.name!r} but kept it"
         if failures >= REPEATED_DELETE_FAILURES:
             text += f" {failures} times in a row: check GARM's log (GitHub refused the delete?)"
-        else:
-            text += "; retrying on the next pass"
-        retry = failures < REPEATED_DELETE_FAILURES
-        self._fail(
-            action.owner, text, Failure(_owner_name(action), "delete", kept=failures, retry=retry)
+        text += f"; the next delete at {retry_at:%H:%M:%S} UTC"
+        self._fail(action.owner, text, None)
+        counted = dataclasses.replace(
+            action.marker, delete_failures=failures, delete_retry_at=retry_at
         )
-        counted = dataclasses.replace(action.marker, delete_failures=failures)
         try:
             self._api.update_scaleset(
                 action.scaleset_id, ScaleSetUpdate(extended_state=counted.render())
@@ -330,6 +333,7 @@ class _Executor:
         for predecessor in self._predecessors(action.owner):
             if predecessor.scaleset_id == action.scaleset_id:
                 predecessor.delete_failures = failures
+                predecessor.delete_retry_at = retry_at
 
     def _gone(self, action: DeleteAction) -> None:
         spec = self._specs.get(action.owner)
@@ -350,8 +354,9 @@ class _Executor:
         orphan = self._orphans.get(owner)
         return [orphan] if orphan is not None else []
 
-    def _fail(self, owner: str, text: str, failure: Failure) -> None:
-        self._report.failures.append(failure)
+    def _fail(self, owner: str, text: str, failure: Failure | None) -> None:
+        if failure is not None:
+            self._report.failures.append(failure)
         spec = self._specs.get(owner)
         if spec is not None:
             spec.errors.append(text)

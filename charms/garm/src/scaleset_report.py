@@ -28,6 +28,8 @@ class Phase(enum.StrEnum):
 
 
 STATUS_LIMIT = 120
+# Deletes GARM answered but did not carry out (REFERENCE C9) before the operator must look.
+REPEATED_DELETE_FAILURES = 3
 # A name longer than this is cut in status texts (the log and the action have it whole).
 NAME_LIMIT = 24
 
@@ -48,6 +50,7 @@ class PredecessorReport:
     seconds_left: float | None = None
     forced: int = 0
     delete_failures: int = 0
+    delete_retry_at: datetime.datetime | None = None
     deadline: datetime.datetime | None = None
 
 
@@ -91,7 +94,6 @@ class Failure:
             of".
         status: GARM's HTTP status; None when the charm did not send the request (GARM would
             have refused it late, e.g. a missing template).
-        kept: for a delete GARM answered but did not carry out, how many times in a row.
         retry: whether the next pass is expected to get past it by itself (Waiting), or the
             operator must look (Blocked).
     """
@@ -99,16 +101,11 @@ class Failure:
     owner: str
     call: str
     status: int | None = None
-    kept: int = 0
     retry: bool = False
 
     def text(self) -> str:
         """The status text: what GARM did to which scale set, and what happens next."""
         name = short_name(self.owner)
-        if self.kept:
-            if self.retry:
-                return f"GARM kept the old scale set of {name} after a delete; retrying"
-            return f"GARM kept the old scale set of {name} after {self.kept} deletes: see its log"
         if self.status is None:
             return f"cannot {self.call} {name}: see juju debug-log"
         if self.retry:
@@ -179,12 +176,36 @@ def blocked_message(report: ReconcileReport, limit: int = 2) -> str:
         if spec.phase is Phase.BLOCKED
     ]
     entries += [failure.text() for failure in report.failures if not failure.retry]
+    entries += [
+        f"GARM kept the old scale set of {short_name(owner)} after {kept.delete_failures} "
+        "deletes: see its log"
+        for owner, kept in _kept_deletes(report)
+        if kept.delete_failures >= REPEATED_DELETE_FAILURES
+    ]
     return fit(entries, "; ", most=limit)
 
 
 def retry_message(report: ReconcileReport, limit: int = 2) -> str:
     """Return the Waiting text for GARM's failures the next pass retries by itself, or ""."""
-    return fit([f.text() for f in report.failures if f.retry], "; ", most=limit)
+    entries = [failure.text() for failure in report.failures if failure.retry]
+    entries += [
+        f"GARM kept the old scale set of {short_name(owner)} after a delete; {_retry(kept)}"
+        for owner, kept in _kept_deletes(report)
+        if kept.delete_failures < REPEATED_DELETE_FAILURES
+    ]
+    return fit(entries, "; ", most=limit)
+
+
+def _retry(kept: PredecessorReport) -> str:
+    if kept.delete_retry_at is None:
+        return "retrying"
+    return f"retrying at {clock_time(kept.delete_retry_at)}"
+
+
+def _kept_deletes(report: ReconcileReport) -> list[tuple[str, PredecessorReport]]:
+    """Every old scale set GARM answered a delete for but kept, with its spec's name."""
+    kept = [(s.logical, p) for s in report.specs for p in s.predecessors if p.delete_failures]
+    return kept + [(o.name, o) for o in report.orphans if o.delete_failures]
 
 
 def fit(

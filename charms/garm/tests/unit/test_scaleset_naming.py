@@ -223,6 +223,7 @@ def test_marker_round_trips_and_ignores_foreign_extended_state():
         retired_at=listed("x").created_at,
         enabled_at=listed("x").updated_at,
         delete_failures=2,
+        delete_retry_at=listed("x").updated_at,
     )
 
     assert parse_marker(marker.render()) == marker

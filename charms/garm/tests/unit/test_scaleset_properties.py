@@ -27,7 +27,7 @@ from garm_models import EntityKind, normalise_labels
 from scaleset_marker import parse_marker
 from scaleset_naming import live_name
 from scaleset_plan import desired_create
-from scaleset_reconciler import reconcile
+from scaleset_reconciler import ReconcileReport, reconcile
 from scaleset_spec import ScalesetSpec
 
 LOGICAL = ("a", "b")
@@ -277,6 +277,15 @@ class ScalesetMachine(RuleBasedStateMachine):
             return max(row.created_at, marker.enabled_at)
         return row.created_at
 
+    def _until_next_step(self, report: ReconcileReport | None) -> float:
+        """A minute, or longer when a kept delete is put off (its wait doubles each time)."""
+        kept = [] if report is None else [p for s in report.specs for p in s.predecessors]
+        kept += [] if report is None else report.orphans
+        retries = [p.delete_retry_at for p in kept if p.delete_retry_at is not None]
+        if not retries:
+            return 61
+        return max(61, (min(retries) - self.garm.now).total_seconds() + 1)
+
     def _settle_and_check(self) -> None:
         garm = self.garm
         garm.outage = False
@@ -288,7 +297,7 @@ class ScalesetMachine(RuleBasedStateMachine):
             garm.finish_job(name)
         report = None
         for _ in range(SETTLE_PASSES):
-            garm.advance(61)
+            garm.advance(self._until_next_step(report))
             report = reconcile(
                 garm, self._specs(), now=garm.now, settings=SETTINGS, sweep_orphans=True
             )

@@ -61,27 +61,30 @@ def every_kind_of_spec(count: int) -> list[SpecReport]:
 
 
 def every_kind_of_failure(count: int) -> list[Failure]:
-    """`count` failures with long names: refused, failed, not sent, kept deletes."""
+    """`count` failures with long names: refused, failed, not sent."""
     shapes = [
         Failure(LONG, "create", 400),
         Failure(LONG, "remove a runner of", 503, retry=True),
         Failure(LONG, "update", None),
-        Failure(LONG, "delete", kept=1, retry=True),
-        Failure(LONG, "delete", kept=99),
     ]
     return [shape for _, shape in zip(range(count), itertools.cycle(shapes), strict=False)]
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 9, 50])
 def test_every_scale_set_status_text_fits(count: int):
-    """Arrange: `count` specs with long names in every phase, as many failures, orphans.
+    """Arrange: `count` long-named specs in every phase, failures, orphans with kept deletes.
 
     Act: compose the Active, Blocked and Waiting texts.
     Assert: each is at most 120 characters; with several of each, none is empty.
     """
     report = ReconcileReport(
         specs=every_kind_of_spec(count),
-        orphans=[PredecessorReport(f"{LONG}-{n}", n, Phase.DRAINING, runners=7) for n in range(3)],
+        orphans=[
+            PredecessorReport(
+                f"{LONG}-{n}", n, Phase.DELETING, delete_failures=n, deadline=DEADLINE
+            )
+            for n in range(count)
+        ],
         failures=every_kind_of_failure(count),
     )
 
@@ -101,8 +104,12 @@ def test_each_status_phrase_fits_alone_with_a_long_name():
         for text in (status_message(report), blocked_message(report)):
             assert len(text) <= STATUS_LIMIT
             assert not text.removesuffix("...").endswith("...")
-    for failure in every_kind_of_failure(5):
+    for failure in every_kind_of_failure(3):
         assert len(failure.text()) <= STATUS_LIMIT
+    for kept in (1, 99):
+        orphan = PredecessorReport(LONG, 1, Phase.DELETING, delete_failures=kept)
+        report = ReconcileReport(orphans=[orphan])
+        assert len(blocked_message(report) or retry_message(report)) <= STATUS_LIMIT
 
 
 def test_many_long_changeovers_against_garm_fit_and_count_the_rest():
