@@ -173,6 +173,8 @@ def _changeover(
         "deadline": _utc(spec.deadline),
         "serves-in": spec.serves_in,
         "awaiting-runner-until": _utc(spec.awaiting_runner_until),
+        "relabel-at": _utc(spec.relabel_at),
+        "leftovers": spec.leftovers,
         "message": spec.message,
         "predecessors": [_predecessor(p, runners) for p in spec.predecessors],
         "generations": generations,

@@ -16,6 +16,8 @@ list responses (REFERENCE C14). The charm writes a small JSON object there:
   re-enabled (its `created_at` is old, so the hand-over grace counts from here).
 - `delete-failures` counts deletes GARM answered 200 to but kept (REFERENCE C9), and
   `delete-retry-at` is when the next delete is sent: the wait doubles with each kept delete.
+- `attempt` (when above 0) says which attempt at its spec's labels this scale set is: its name
+  was made with that attempt number (`scaleset_naming`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Marker:
     enabled_at: datetime.datetime | None = None
     delete_failures: int = 0
     delete_retry_at: datetime.datetime | None = None
+    attempt: int = 0
 
     @property
     def retired(self) -> bool:
@@ -63,6 +66,8 @@ class Marker:
             body["delete-failures"] = self.delete_failures
         if self.delete_retry_at is not None:
             body["delete-retry-at"] = _format_time(self.delete_retry_at)
+        if self.attempt:
+            body["attempt"] = self.attempt
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
@@ -81,14 +86,14 @@ def parse_marker(extended_state: str) -> Marker | None:
     if fields.get("managed-by") != MANAGED_BY or not isinstance(logical, str) or not logical:
         return None
     config = fields.get("config")
-    failures = fields.get("delete-failures")
     return Marker(
         logical=logical,
         config=config if isinstance(config, str) else "",
         retired_at=_parse_time(fields.get("retired-at")),
         enabled_at=_parse_time(fields.get("enabled-at")),
-        delete_failures=failures if isinstance(failures, int) and failures > 0 else 0,
+        delete_failures=_count(fields.get("delete-failures")),
         delete_retry_at=_parse_time(fields.get("delete-retry-at")),
+        attempt=_count(fields.get("attempt")),
     )
 
 
@@ -97,6 +102,10 @@ def config_hash(spec: ScalesetSpec) -> str:
     hidden = {"extra_specs": dict(spec.extra_specs), "template": spec.template_name}
     text = json.dumps(hidden, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _format_time(moment: datetime.datetime) -> str:

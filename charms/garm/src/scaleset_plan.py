@@ -27,11 +27,11 @@ from scaleset_naming import DEFAULT_MAX_LENGTH, FamilyIndex, is_valid_logical_na
 from scaleset_naming import live_name as spec_live_name
 from scaleset_naming import stem as spec_stem
 from scaleset_report import (
-    NAME_LIMIT,
     Phase,
     PredecessorReport,
     ReconcileReport,
     SpecReport,
+    clock_time,
     cut,
     short_name,
 )
@@ -42,6 +42,14 @@ FORCEABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_f
 # A runner in one of these states is registered at GitHub and can take a job (REFERENCE §5.2).
 ONLINE_RUNNER_STATUSES = frozenset({"idle", "active"})
 DEFAULT_RUNNER_GROUP = "Default"
+MAX_LABEL_RETRY = datetime.timedelta(hours=4)
+# How much of the dropped labels the Blocked text names (the log has them all).
+DROPPED_LABELS_LIMIT = 20
+# Names tried after the first when GitHub still holds a scale set of that name (409).
+SPARE_NAMES = 3
+# An unmarked scale set named as a further attempt up to this one is adopted (a crash between
+# its create and its marker); a day of label retries at the longest wait is six attempts.
+MAX_ADOPTED_ATTEMPT = 64
 _ENTITY_NOUNS = {
     EntityKind.REPOSITORY: "repository",
     EntityKind.ORGANIZATION: "organization",
@@ -60,12 +68,16 @@ class ReconcileSettings:
             force-removed; GitHub's default job timeout is 6 hours.
         handover_timeout: how long a new scale set with `min_idle_runners` > 0 may go without a
             runner online before the charm blocks (its predecessors keep serving meanwhile).
+        label_retry: how long after creating a scale set GitHub dropped labels of the charm
+            tries again with a new one (a further attempt); the wait doubles with each attempt,
+            up to `MAX_LABEL_RETRY`.
         max_name_length: the longest live name the charm creates.
     """
 
     handover_grace: datetime.timedelta = datetime.timedelta(seconds=60)
     drain_timeout: datetime.timedelta = datetime.timedelta(hours=7)
     handover_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
+    label_retry: datetime.timedelta = datetime.timedelta(minutes=15)
     max_name_length: int = DEFAULT_MAX_LENGTH
 
 
@@ -82,6 +94,8 @@ class CreateAction:
     params: ScaleSetCreate
     template_name: str | None
     marker: Marker
+    # Further (name, attempt) pairs, tried in turn if GitHub still holds a set of the name.
+    spares: tuple[tuple[str, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,6 +247,9 @@ class Member:
 
     scaleset: ScaleSet
     marker: Marker | None
+    # Which attempt at its spec's name it is: from the marker, or for an adopted unmarked one
+    # from its name.
+    attempt: int = 0
 
 
 @dataclasses.dataclass
@@ -262,9 +279,11 @@ def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
     hand-made and left alone.
     """
     families = {entry.spec.name: Family() for entry in prepared.entries}
+    specs = {entry.spec.name: entry.spec for entry in prepared.entries}
     orphans: list[Member] = []
     for scaleset in sorted(scalesets, key=lambda s: s.id):
-        member = Member(scaleset, parse_marker(scaleset.extended_state))
+        marker = parse_marker(scaleset.extended_state)
+        member = Member(scaleset, marker, marker.attempt if marker is not None else 0)
         owner = prepared.index.owner(scaleset.name)
         family = families.get(owner) if owner is not None else None
         is_live = prepared.index.live_owner(scaleset.name) is not None
@@ -273,8 +292,33 @@ def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
         elif member.marker is not None:
             _place_marked(member, member.marker, prepared, families, orphans)
         elif family is not None and owner is not None:
-            _place_unmarked(member, owner, family, prepared.max_name_length)
+            _place_unmarked(member, specs[owner], family, prepared.max_name_length)
+    for entry in prepared.entries:
+        _promote_latest_attempt(families[entry.spec.name], entry.spec, prepared.max_name_length)
     return Grouping(families, orphans)
+
+
+def _promote_latest_attempt(family: Family, spec: ScalesetSpec, max_length: int) -> None:
+    """The live scale set is the latest attempt at the spec's name; earlier ones go."""
+    attempts = [m for m in family.predecessors if _is_attempt_of(m, spec, max_length)]
+    if not attempts:
+        return
+    latest = max(attempts, key=attempt_of)
+    family.predecessors.remove(latest)
+    if family.live is not None:
+        family.predecessors.append(family.live)
+        family.predecessors.sort(key=lambda member: member.scaleset.id)
+    family.live = latest
+
+
+def _is_attempt_of(member: Member, spec: ScalesetSpec, max_length: int) -> bool:
+    attempt = attempt_of(member)
+    return bool(attempt) and member.scaleset.name == spec_live_name(spec, max_length, attempt)
+
+
+def attempt_of(member: Member) -> int:
+    """Which attempt at its spec's name a scale set is (0: the first)."""
+    return member.attempt
 
 
 def _place_marked(
@@ -292,10 +336,16 @@ def _place_marked(
     # Otherwise its spec exists but was rejected this pass: leave the family as it is.
 
 
-def _place_unmarked(member: Member, owner: str, family: Family, max_name_length: int) -> None:
+def _place_unmarked(
+    member: Member, spec: ScalesetSpec, family: Family, max_name_length: int
+) -> None:
+    """Adopt a scale set created just before its marker could be written; else leave it alone.
+
+    Its name is the one the charm gives its labels, or a further attempt at the spec's name.
+    """
     scaleset = member.scaleset
     own_name = name_for(
-        owner,
+        spec.name,
         labels=scaleset.labels,
         provider_name=scaleset.provider_name,
         entity_kind=scaleset.entity_kind,
@@ -304,8 +354,12 @@ def _place_unmarked(member: Member, owner: str, family: Family, max_name_length:
     )
     if own_name == scaleset.name:
         family.predecessors.append(member)
-    else:
-        family.foreign.append(scaleset.name)
+        return
+    for attempt in range(1, MAX_ADOPTED_ATTEMPT + 1):
+        if scaleset.name == spec_live_name(spec, max_name_length, attempt):
+            family.predecessors.append(dataclasses.replace(member, attempt=attempt))
+            return
+    family.foreign.append(scaleset.name)
 
 
 # What else to observe -------------------------------------------------------------------------
@@ -441,11 +495,16 @@ def plan_spec(
     update = live_update(spec, family.live, context.now)
     if update is not None:
         actions.append(update)
+    report.live_name = family.live.scaleset.name
     ready = _plan_live_readiness(spec, family.live, context, report) and _has_capacity(
         spec, family, context, report
     )
+    retry = _plan_label_retry(entry, family.live, context, report)
+    if retry is not None:
+        actions.append(retry)
     for member in family.predecessors:
-        predecessor, retire_actions = plan_retirement(spec.name, member, ready, context)
+        member_ready = ready or _redundant_attempt(spec, member, family.live, context)
+        predecessor, retire_actions = plan_retirement(spec.name, member, member_ready, context)
         report.predecessors.append(predecessor)
         actions.extend(retire_actions)
     _summarise(report, ready)
@@ -463,14 +522,7 @@ def _plan_create(
         report.warnings.append(missing)
         return report, []
     actions: list[Action] = [
-        CreateAction(
-            owner=spec.name,
-            entity_kind=entity.kind,
-            entity_id=entity.id,
-            params=desired_create(spec, entry.live_name),
-            template_name=spec.template_name,
-            marker=Marker(logical=spec.name, config=config_hash(spec)),
-        )
+        create_action(spec, entity.kind, entity.id, 0, context.settings.max_name_length)
     ]
     # Serving predecessors wait for the new one; retired ones go on draining meanwhile.
     for member in family.predecessors:
@@ -479,6 +531,25 @@ def _plan_create(
         actions.extend(retire_actions)
     _summarise(report, ready=False)
     return report, actions
+
+
+def create_action(
+    spec: ScalesetSpec, kind: EntityKind, entity_id: str, attempt: int, max_length: int
+) -> CreateAction:
+    """Create attempt `attempt` at the spec's scale set, with the next names to fall back on."""
+    spares = tuple(
+        (spec_live_name(spec, max_length, n), n)
+        for n in range(attempt + 1, attempt + 1 + SPARE_NAMES)
+    )
+    return CreateAction(
+        owner=spec.name,
+        entity_kind=kind,
+        entity_id=entity_id,
+        params=desired_create(spec, spec_live_name(spec, max_length, attempt)),
+        template_name=spec.template_name,
+        marker=Marker(logical=spec.name, config=config_hash(spec), attempt=attempt),
+        spares=spares,
+    )
 
 
 def _create_prerequisites(spec: ScalesetSpec, observed: Observed) -> tuple[Entity | None, str]:
@@ -510,6 +581,7 @@ def live_update(spec: ScalesetSpec, live: Member, now: datetime.datetime) -> Upd
         logical=spec.name,
         config=hidden,
         enabled_at=now if reenabling else (marker.enabled_at if marker else None),
+        attempt=attempt_of(live),
     )
     if wanted_marker != marker:
         fields["extended_state"] = wanted_marker.render()
@@ -568,8 +640,8 @@ def _plan_live_readiness(
             f"{', '.join(sorted(missing))} (GitHub may not allow several labels here); "
             "the old scale set keeps serving: change the labels or enable multiple labels"
         )
-        dropped = cut(", ".join(sorted(missing)), NAME_LIMIT)
-        report.status = f"GitHub dropped labels {dropped} (old set serves): change the labels"
+        dropped = cut(", ".join(sorted(missing)), DROPPED_LABELS_LIMIT)
+        report.status = f"GitHub dropped labels {dropped} (old set serves): change labels"
         report.errors.append(report.message)
         return False
     marker = live.marker
@@ -595,7 +667,7 @@ def _has_capacity(
     if live is None or not awaits_capacity(spec, family):
         return True
     runners = context.observed.runners(live.scaleset.id)
-    if any(r.status == "running" and r.runner_status in ONLINE_RUNNER_STATUSES for r in runners):
+    if any(_online(runner) for runner in runners):
         return True
     since = _serving_since(live)
     give_up = since + context.settings.handover_timeout
@@ -616,6 +688,63 @@ def _has_capacity(
     )
     report.errors.append(report.message)
     return False
+
+
+def _plan_label_retry(
+    entry: SpecEntry, live: Member, context: _Context, report: SpecReport
+) -> CreateAction | None:
+    """Try again under a new name when GitHub dropped labels: it may accept them by now.
+
+    GHES needs a feature flag for several labels per scale set; once an administrator turns
+    it on, the next attempt gets every label and the changeover completes by itself. The wait
+    doubles with each attempt, so a spec nobody fixes costs a few scale sets a day at most.
+    """
+    spec = entry.spec
+    if not live.scaleset.missing_labels(spec.labels):
+        return None
+    attempt = attempt_of(live)
+    wait = min(context.settings.label_retry * 2**attempt, MAX_LABEL_RETRY)
+    retry_at = _serving_since(live) + wait
+    report.relabel_at = retry_at
+    if context.now < retry_at:
+        report.status += f"; retry {clock_time(retry_at)}"
+        return None
+    report.message += "; trying again under a new name"
+    scaleset = live.scaleset
+    return create_action(
+        spec,
+        scaleset.entity_kind,
+        scaleset.entity_id,
+        attempt + 1,
+        context.settings.max_name_length,
+    )
+
+
+def _redundant_attempt(
+    spec: ScalesetSpec, member: Member, live: Member, context: _Context
+) -> bool:
+    """Whether `member`, an earlier attempt at the same name, serves nothing the live one lacks.
+
+    An attempt GitHub dropped labels of is replaced by the next attempt once that one serves
+    at least its labels, so failed attempts never pile up while the spec waits for GitHub.
+    """
+    max_length = context.settings.max_name_length
+    same = member.scaleset.name == spec_live_name(spec, max_length) or _is_attempt_of(
+        member, spec, max_length
+    )
+    if not same or not member.scaleset.normalised_labels <= live.scaleset.normalised_labels:
+        return False
+    marker = live.marker
+    if not live.scaleset.enabled or (marker is not None and marker.retired):
+        return False
+    if context.now < _serving_since(live) + context.settings.handover_grace:
+        return False
+    runners = context.observed.runners(live.scaleset.id)
+    return spec.min_idle_runners == 0 or any(_online(runner) for runner in runners)
+
+
+def _online(runner: Instance) -> bool:
+    return runner.status == "running" and runner.runner_status in ONLINE_RUNNER_STATUSES
 
 
 def _serving_since(live: Member) -> datetime.datetime:

@@ -169,6 +169,9 @@ def reconcile(
     report.provider_scalesets = _per_provider(executor.held_after(listed))
     for error in report.all_errors():
         logger.warning("scale sets: %s", error)
+    for spec in report.specs:
+        for warning in spec.warnings:
+            logger.warning("scale sets: %r: %s", spec.logical, warning)
     return report
 
 
@@ -274,11 +277,39 @@ class _Executor:
         if action.template_name is not None:
             template_id = self._template_id(action.template_name, params.os_type, required=True)
             params = dataclasses.replace(params, template_id=template_id)
-        created = self._api.create_scaleset(action.entity_kind, action.entity_id, params)
-        self._created.append(created)
-        # Create cannot carry extended_state: stamp it now (a crash in between is adopted).
-        marker = ScaleSetUpdate(extended_state=action.marker.render())
-        self._api.update_scaleset(created.id, marker)
+        names = [(params.name, action.marker.attempt), *action.spares]
+        for index, (name, attempt) in enumerate(names):
+            try:
+                created = self._api.create_scaleset(
+                    action.entity_kind, action.entity_id, dataclasses.replace(params, name=name)
+                )
+            except GarmApiError as error:
+                if index + 1 == len(names) or not _still_at_github(error):
+                    raise
+                self._leftover(action.owner, name, names[index + 1][0])
+                continue
+            self._created.append(created)
+            # Create cannot carry extended_state: stamp it now (a crash in between is adopted).
+            marker = dataclasses.replace(action.marker, attempt=attempt)
+            self._api.update_scaleset(created.id, ScaleSetUpdate(extended_state=marker.render()))
+            return
+
+    def _leftover(self, owner: str, name: str, instead: str) -> None:
+        """GitHub holds a scale set of that name that GARM does not: report it, use the next.
+
+        GARM re-creates a scale set at GitHub when it is deleted within seconds of its creation
+        (a retry race); every later create of that name then fails.
+        """
+        spec = self._specs.get(owner)
+        if spec is None:
+            return
+        spec.leftovers.append(name)
+        spec.live_name = instead
+        spec.warnings.append(
+            f"GitHub still holds a runner scale set named {name!r} that GARM does not know; "
+            f"creating {instead!r} instead: delete the leftover at GitHub (repository or "
+            "organization settings, Actions, Runner groups) when no job uses it"
+        )
 
     def _update(self, action: UpdateAction) -> None:
         update = action.update
@@ -368,6 +399,12 @@ class _Executor:
         if orphan is not None:
             orphan.phase = Phase.ERROR
         self._report.errors.append(text)
+
+
+def _still_at_github(error: GarmApiError) -> bool:
+    """Whether a create failed because GitHub already has a scale set of that name."""
+    text = f"{error.error} {error.details}".lower()
+    return error.status in (400, 409) and "already exists" in text
 
 
 def _failure(

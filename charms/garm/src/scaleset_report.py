@@ -71,6 +71,10 @@ class SpecReport:
     serves_in: float | None = None
     # Past the grace, waiting for a runner of the new scale set to come online, until then.
     awaiting_runner_until: datetime.datetime | None = None
+    # GitHub dropped labels of the live scale set: when the next attempt is made.
+    relabel_at: datetime.datetime | None = None
+    # Names GitHub still holds a scale set of (create answered 409), so another name was used.
+    leftovers: list[str] = dataclasses.field(default_factory=list[str])
     jobs_stopped: int = 0
     message: str = ""
     # The Blocked text for `juju status` when `message` is too long for it.

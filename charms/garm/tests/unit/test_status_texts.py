@@ -133,6 +133,25 @@ def test_many_long_changeovers_against_garm_fit_and_count_the_rest():
     assert texts[0].startswith("'a-very-lon...nners-of--0' labels changing: ")
 
 
+def test_dropped_labels_blocked_text_fits_whole_with_long_names_and_labels():
+    """Arrange: a long-named spec whose three long labels GitHub drops. Act: a pass past grace.
+
+    Assert: the Blocked text fits in 120 characters without being cut: it still ends with when
+    the charm retries.
+    """
+    garm = MemoryGarm()
+    labels = ("self-hosted-gpu-accelerated", "ubuntu-noble-large-disk", "x64")
+    garm.drop_labels = set(labels[:2])
+    spec = make_spec(LONG, labels=labels)
+    run(garm, [spec])
+    garm.advance(61)
+
+    text = blocked_message(run(garm, [spec]))
+
+    assert len(text) <= STATUS_LIMIT
+    assert text.endswith(" UTC"), text
+
+
 def test_waiting_for_the_grace_says_when_the_new_set_serves():
     """Arrange: labels changed, the new scale set created. Act: a pass 20 s later.
 
