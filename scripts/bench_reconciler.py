@@ -1,18 +1,23 @@
-"""Measure the scale-set reconciler: planning CPU, requests per pass, passes per changeover.
+"""Measure the scale-set reconciler: planning CPU, requests per pass, changeover wall time.
 
 - Planning: `prepare` + `group` + `needs` + `plan` over N specs against a GARM listing N live
   scale sets (converged) or N live + N retired, draining predecessors (mid-changeover). Best CPU
   time of several runs (`time.process_time`). The target is well under 1 s for 1,000 specs.
 - Requests: one full `reconcile` pass against the in-memory GARM of the unit tests, converged,
-  for several sizes: requests and writes (target: at most 5 and 0).
-- Passes: how many passes (one per minute) a label change needs until only the new scale set
-  remains, without jobs and with a job that ends after an hour.
+  for several sizes: requests and writes (target: at most 5 and 0). A converged reconcile tick
+  makes exactly this pass.
+- Changeover wall time: a label change with the charm's default settings (grace 60 s, drain
+  7 h, min-idle 1), in simulated time, with a pass at the change (relation-changed) and then
+  one per reconcile tick (every 60 s plus the average jitter of 3 s) or, without the tick, one
+  per update-status (every 300 s): until only the new scale set remains, and how long the old
+  one outlived its last job. GARM's worker runs every 10 s of simulated time.
 
-Prints results; exits non-zero only if a budget is exceeded.
+Prints results; exits non-zero only if a request budget is exceeded.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import pathlib
 import sys
@@ -57,22 +62,21 @@ def main() -> int:
         )
         if size == 1000:
             ok &= draining < PLAN_BUDGET_S
-    for size in (40, 200):
+    for size in (10, 40, 100, 200, 1000):
         requests, writes, cpu = _converged_pass(size)
         print(
             f"converged pass over {size:>4} scale sets: {requests} requests, {writes} writes, "
             f"{cpu * 1000:.1f} ms CPU"
         )
         ok &= requests <= REQUEST_BUDGET and writes == 0
-    print(f"label change, no jobs: {_changeover_passes(job_seconds=0)} passes (one per minute)")
-    print(
-        "label change, one job ending after 1 h: "
-        f"{_changeover_passes(job_seconds=3600)} passes (one per minute)"
-    )
+    for job, seconds in JOBS.items():
+        for cadence, interval in CADENCES.items():
+            result = _changeover(job_seconds=seconds, interval=interval)
+            print(f"label change, {job:<25} {cadence:<25} {result}")
     return 0 if ok else 1
 
 
-def _spec(index: int, labels: tuple[str, ...] = ("x64", "linux")) -> Any:
+def _spec(index: int, labels: tuple[str, ...] = ("x64", "linux"), min_idle: int = 0) -> Any:
     return ScalesetSpec(
         name=f"set-{index}",
         entity=EntityRef(EntityKind.REPOSITORY, "fake-org/fake-repo"),
@@ -81,6 +85,7 @@ def _spec(index: int, labels: tuple[str, ...] = ("x64", "linux")) -> Any:
         image="ubuntu:22.04",
         flavor="small",
         max_runners=3,
+        min_idle_runners=min_idle,
     )
 
 
@@ -171,22 +176,78 @@ def _converged_pass(size: int) -> tuple[int, int, float]:
     return report.requests, report.writes, time.process_time() - start
 
 
-def _changeover_passes(*, job_seconds: int) -> int:
+JOBS = {
+    "no job:": 0,
+    "a 10-minute job:": 600,
+    "a job past the deadline:": 8 * 3600,
+}
+# Jobs end at no particular moment of the pass schedule (not on a multiple of 60 or 300 s).
+JOB_END_OFFSET = 31
+CADENCES = {
+    "with the tick (1m):": 63,
+    "without (update-status):": 300,
+}
+WORKER_SECONDS = 10
+
+
+@dataclasses.dataclass(frozen=True)
+class Changeover:
+    """How one simulated label change went."""
+
+    seconds: int
+    passes: int
+    after_last_job: int | None
+
+    def __str__(self) -> str:
+        """E.g. `done in 2m06s, 3 passes; old set gone 1m03s after its last job`."""
+        text = f"done in {_clock(self.seconds)}, {self.passes} passes"
+        if self.after_last_job is not None:
+            text += f"; old set gone {_clock(self.after_last_job)} after its last job"
+        return text
+
+
+def _changeover(*, job_seconds: int, interval: int) -> Changeover:
+    """Run one label change in simulated time: a pass at the change, then one per interval."""
     garm = MemoryGarm()
-    before, after = [_spec(0)], [_spec(0, ("x64", "gpu"))]
-    reconcile(garm, before, now=garm.now, settings=SETTINGS, sweep_orphans=True)
+    before = [_spec(0, min_idle=1)]
+    after = [_spec(0, ("x64", "gpu"), min_idle=1)]
+    _settle(garm, before)
     old = next(iter(garm.rows.values()))
     job = garm.start_job(old.id) if job_seconds else None
-    started = garm.now
-    for passes in range(1, 1000):
-        if job is not None and (garm.now - started).total_seconds() >= job_seconds:
-            garm.finish_job(job)
-            job = None
-        report = reconcile(garm, after, now=garm.now, settings=SETTINGS, sweep_orphans=True)
-        if report.converged and len(garm.rows) == 1:
-            return passes
-        garm.advance(60)
-    return -1
+    start = garm.now
+    job_ended: datetime.datetime | None = None
+    passes = 0
+    while passes < 1000:
+        passes += 1
+        reconcile(garm, after, now=garm.now, settings=SETTINGS, sweep_orphans=True)
+        if old.id not in garm.rows:
+            gone = garm.now
+            since_job = int((gone - job_ended).total_seconds()) if job_ended else None
+            return Changeover(int((gone - start).total_seconds()), passes, since_job)
+        for _ in range(interval // WORKER_SECONDS):
+            garm.advance(WORKER_SECONDS)
+            if (
+                job is not None
+                and (garm.now - start).total_seconds() >= job_seconds + JOB_END_OFFSET
+            ):
+                if job in garm.runners:
+                    garm.finish_job(job)
+                job, job_ended = None, garm.now
+        garm.advance(interval % WORKER_SECONDS)
+    raise RuntimeError("the changeover did not finish")
+
+
+def _settle(garm: Any, specs: list[Any]) -> None:
+    """Converge `specs` with their idle runners online."""
+    for _ in range(5):
+        reconcile(garm, specs, now=garm.now, settings=SETTINGS, sweep_orphans=True)
+        garm.advance(WORKER_SECONDS)
+
+
+def _clock(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
 
 
 if __name__ == "__main__":

@@ -22,11 +22,9 @@ import datetime
 import pathlib
 import sys
 import tempfile
-import types
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import ClassVar, Self
 from unittest import mock
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -223,7 +221,7 @@ def charm_machine(sim: GarmSim) -> Iterator[testing.State]:
     with (
         tempfile.TemporaryDirectory() as tmp,
         mock.patch.object(charm, "Workload", return_value=workload),
-        mock.patch.object(charm, "datetime", sim_datetime_module(sim.clock)),
+        mock.patch.object(charm, "utc_now", side_effect=lambda: sim_now(sim.clock)),
     ):
         password = testing.Secret(tracked_content={"password": "demo-openstack-password"})
         key = testing.Secret(tracked_content={"private-key": pkcs1_app_key()})
@@ -236,7 +234,12 @@ def charm_machine(sim: GarmSim) -> Iterator[testing.State]:
         yield dataclasses.replace(
             state,
             resources=resources(pathlib.Path(tmp)),
-            config={"port": sim.port, "external-url": "https://garm.example.com"},
+            # The demo runs every hook itself: no reconcile tick (no systemd timer) here.
+            config={
+                "port": sim.port,
+                "external-url": "https://garm.example.com",
+                "reconcile-interval": "0",
+            },
             relations={relation},
         )
 
@@ -262,21 +265,13 @@ def resources(directory: pathlib.Path) -> frozenset[testing.Resource]:
     return frozenset(attached)
 
 
-def sim_datetime_module(clock: SimClock) -> types.SimpleNamespace:
-    """The `datetime` module as the charm sees it: `datetime.now()` reads the simulator's clock.
+def sim_now(clock: SimClock) -> datetime.datetime:
+    """The charm's clock (`charm.utc_now`) reads the simulator's.
 
     GARM stamps `created_at` with the simulator's clock and the charm measures the grace with
     its own; reading one clock lets the demo pass the grace by advancing it.
     """
-
-    class SimDatetime(datetime.datetime):
-        source: ClassVar[SimClock] = clock
-
-        @classmethod
-        def now(cls, tz: datetime.tzinfo | None = None) -> Self:
-            return cls.fromtimestamp(cls.source.now(), tz)
-
-    return types.SimpleNamespace(**{**vars(datetime), "datetime": SimDatetime})
+    return datetime.datetime.fromtimestamp(clock.now(), datetime.UTC)
 
 
 if __name__ == "__main__":

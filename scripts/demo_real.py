@@ -267,6 +267,7 @@ def real_machine(
     with (
         mock.patch.dict(os.environ, environment),
         mock.patch.object(charm, "Workload", machine.workload),
+        mock.patch.object(charm, "ReconcileTick", machine.reconcile_tick),
     ):
         try:
             yield RealDemo(testing.Context(charm.GarmCharm), state, machine, github, port)

@@ -28,6 +28,7 @@ import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from reconcile_tick import ReconcileTick, TickPaths
 from workload import COMMAND_TIMEOUT_SECONDS, CommandResult, Workload, run_command
 
 HERE = Path(__file__).resolve().parent
@@ -119,6 +120,10 @@ class Machine:
     def workload(self) -> Workload:
         """The charm's real workload, rooted here."""
         return Workload(self.root, runner=self.runner)
+
+    def reconcile_tick(self) -> ReconcileTick:
+        """The charm's reconcile-tick timer, rooted here (never the machine's own systemd)."""
+        return ReconcileTick(TickPaths(self.root))
 
     def path_with_systemctl(self) -> str:
         """A PATH with the stand-in first."""

@@ -151,6 +151,7 @@ def walk(
     endpoint and a role, as a PostgreSQL charm would.
     """
     monkeypatch.setattr(charm, "Workload", machine.workload)
+    monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
     # The model's proxy: a sink on loopback. GARM never proxies loopback, so the fake GitHub
     # is reached directly and anything else ends at the sink without a DNS lookup.
     monkeypatch.setenv("JUJU_CHARM_HTTP_PROXY", github.url)
@@ -241,6 +242,7 @@ def install_and_bootstrap(walk: Walk) -> None:
     assert info.callback_url == f"{walk.url}/api/v1/callbacks"
     assert info.metadata_url == f"{walk.url}/api/v1/metadata"
     assert walk.machine.restarts() == 1, "a bootstrap must not restart GARM"
+    assert walk.machine.reconcile_tick().paths.timer_file.is_file(), "the leader's tick"
 
 
 def files_are_private(walk: Walk, case: Case) -> None:
@@ -377,6 +379,7 @@ def remove_unit(walk: Walk, case: Case) -> None:
 
     assert ["disable", "--now", "garm"] in walk.machine.systemctl_calls()
     assert not paths.unit_file.exists()
+    assert not walk.machine.reconcile_tick().paths.timer_file.exists()
     assert paths.sqlite_db.is_file() == (case.backend == "sqlite")
     assert not walk.machine.workload().is_running()
 

@@ -48,7 +48,9 @@ from garm_bootstrap import (
 )
 from garm_objects import list_scalesets, reconcile_objects
 from provider_retention import retained_providers, retention_message
+from reconcile_tick import ReconcileTick, TickError, TickSchedule
 from scaleset_reconciler import ReconcileSettings
+from scaleset_report import STATUS_LIMIT, cut, fit
 from service_handover import HostClaim, Verdict, decide, reports_running, running_flag
 from workload import (
     GARM_RESOURCE,
@@ -85,12 +87,25 @@ class JujuSecretStore:
         self._model.app.add_secret(dict(content), label=label, description="GARM bootstrap")
 
 
+class ReconcileTickEvent(ops.EventBase):
+    """The leader's timer fired (`reconcile_tick.py`): reconcile between hooks."""
+
+
+class GarmCharmEvents(ops.CharmEvents):
+    """Juju's events, plus the tick the timer dispatches as `hooks/reconcile-tick`."""
+
+    reconcile_tick = ops.EventSource(ReconcileTickEvent)
+
+
 class GarmCharm(ops.CharmBase):
     """Machine charm that installs, bootstraps and drives GARM."""
+
+    on = GarmCharmEvents()
 
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
         self._workload = Workload()
+        self._tick = ReconcileTick()
         self._secrets = JujuSecretStore(self.model)
         self._database = Database(self)
         self._status: ops.StatusBase | None = None
@@ -112,6 +127,7 @@ class GarmCharm(ops.CharmBase):
             self.on[PEER_RELATION].relation_departed,
             self.on[cos_agent.RELATION_NAME].relation_joined,
             self.on[cos_agent.RELATION_NAME].relation_changed,
+            self.on.reconcile_tick,
         ):
             framework.observe(event, self._reconcile)
         framework.observe(self.on.remove, self._on_remove)
@@ -127,9 +143,10 @@ class GarmCharm(ops.CharmBase):
     # The reconcile ------------------------------------------------------------------------
 
     def _reconcile(self, _: ops.EventBase) -> None:
-        self._status = self._reconcile_unit()
+        self._status = _bounded(self._reconcile_unit())
         logger.info("reconcile: %s %s", self._status.name, self._status.message)
         self._publish_cos_agent()
+        self._schedule_tick()
 
     def _reconcile_unit(self) -> ops.StatusBase:
         if not self.unit.is_leader():
@@ -160,6 +177,24 @@ class GarmCharm(ops.CharmBase):
             cos_agent.publish(self, port=port, runs_garm=self.unit.is_leader())
         except (ops.ModelError, OSError, ValueError) as error:
             logger.warning("cos-agent data not published (retried at the next hook): %s", error)
+
+    def _schedule_tick(self) -> None:
+        """Keep the reconcile tick on the leader at `reconcile-interval`; nowhere else.
+
+        A bad config leaves the timer as it is (nothing changes until the value is fixed); a
+        systemd failure is logged and retried at the next hook, which reconciles anyway.
+        """
+        try:
+            interval = parse_config(self.config).reconcile_interval
+        except InvalidConfigError:
+            return
+        if not self.unit.is_leader() or not interval:
+            self._tick.remove()
+            return
+        try:
+            self._tick.install(TickSchedule(self.unit.name, self.charm_dir, interval))
+        except TickError as error:
+            logger.warning("reconcile tick not installed (hooks still reconcile): %s", error)
 
     def _install(self, proxy: ProxyConfig) -> ops.StatusBase | None:
         if not self._workload.is_installed():
@@ -226,21 +261,19 @@ class GarmCharm(ops.CharmBase):
         desired: DesiredState,
         garm_config: GarmConfig,
     ) -> ops.StatusBase:
-        settings = ReconcileSettings(
-            handover_grace=config.handover_grace, drain_timeout=config.drain_timeout
-        )
+        settings = _reconcile_settings(config)
         try:
-            outcome = reconcile_objects(
-                client, desired, now=datetime.datetime.now(datetime.UTC), settings=settings
-            )
+            outcome = reconcile_objects(client, desired, now=utc_now(), settings=settings)
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
         except (GarmError, WorkloadError) as error:
             return _interrupted(error)
         if outcome.blocked:
             return ops.BlockedStatus(outcome.blocked)
+        if outcome.retrying:
+            return ops.WaitingStatus(outcome.retrying)
         if outcome.waiting and not desired.specs:
-            return ops.WaitingStatus("; ".join(t for t in (outcome.waiting, kept) if t))
-        return ops.ActiveStatus("; ".join(t for t in (outcome.active, outcome.waiting, kept) if t))
+            return ops.WaitingStatus(fit([outcome.waiting, kept], "; "))
+        return ops.ActiveStatus(fit([outcome.active, outcome.waiting, kept], "; "))
 
     def _release_unused_providers(self, garm: GarmConfig, in_use: Mapping[str, int]) -> str:
         """Drop kept providers GARM has no scale set on any more (one restart); say who stays.
@@ -309,7 +342,7 @@ class GarmCharm(ops.CharmBase):
             claim,
             running,
             sqlite=sqlite,
-            now=datetime.datetime.now(datetime.UTC),
+            now=utc_now(),
         )
         if decision.claim != claim:
             peers.data[self.app].update(decision.claim.as_app_data())
@@ -338,12 +371,17 @@ class GarmCharm(ops.CharmBase):
         except BootstrapError as error:
             return ops.BlockedStatus(str(error))
         except GarmApiError as error:
-            return ops.BlockedStatus(f"GARM refused its bootstrap: {error}")
+            logger.warning("GARM refused its bootstrap: %s", error)
+            return ops.BlockedStatus(
+                f"GARM refused its bootstrap ({error.operation}, HTTP {error.status}): "
+                "see juju debug-log"
+            )
         return None
 
     # Other events -------------------------------------------------------------------------
 
     def _on_remove(self, _: ops.RemoveEvent) -> None:
+        self._tick.remove()
         self._workload.remove()
 
     def _on_get_credentials(self, event: ops.ActionEvent) -> None:
@@ -378,10 +416,8 @@ class GarmCharm(ops.CharmBase):
             listing = list_scalesets(
                 client,
                 read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION]),
-                now=datetime.datetime.now(datetime.UTC),
-                settings=ReconcileSettings(
-                    handover_grace=config.handover_grace, drain_timeout=config.drain_timeout
-                ),
+                now=utc_now(),
+                settings=_reconcile_settings(config),
             )
         except (InvalidConfigError, GarmError) as error:
             event.fail(str(error))
@@ -419,6 +455,23 @@ class GarmCharm(ops.CharmBase):
         return f"http://127.0.0.1:{config.port}"
 
 
+def _reconcile_settings(config: CharmConfig) -> ReconcileSettings:
+    return ReconcileSettings(
+        handover_grace=config.handover_grace,
+        drain_timeout=config.drain_timeout,
+        handover_timeout=config.handover_timeout,
+    )
+
+
+def utc_now() -> datetime.datetime:
+    """The time every decision of the charm is taken at: the one clock tests and the demo set.
+
+    GARM stamps its objects with its own clock on this machine; the hand-over grace and the drain
+    deadline compare against this one.
+    """
+    return datetime.datetime.now(datetime.UTC)
+
+
 def _interrupted(error: GarmError | WorkloadError) -> ops.StatusBase:
     """The status of a reconcile that stopped half-way; the next hook takes it up again."""
     logger.warning("reconcile stopped: %s", error)
@@ -430,7 +483,19 @@ def _interrupted(error: GarmError | WorkloadError) -> ops.StatusBase:
         )
     if isinstance(error, WorkloadError):
         return ops.BlockedStatus(f"cannot run GARM: {error}")
-    return ops.BlockedStatus(f"GARM refused {error}")
+    if isinstance(error, GarmApiError):
+        return ops.BlockedStatus(
+            f"GARM refused {error.operation} (HTTP {error.status}): see juju debug-log"
+        )
+    return ops.BlockedStatus(f"GARM's answer was not understood: {error}")
+
+
+def _bounded(status: ops.StatusBase) -> ops.StatusBase:
+    """Every status fits `juju status` (120 characters); a longer text is logged in full."""
+    if len(status.message) <= STATUS_LIMIT:
+        return status
+    logger.info("status in full: %s", status.message)
+    return ops.StatusBase.from_name(status.name, cut(status.message, STATUS_LIMIT))
 
 
 def _database_unusable(database: DatabaseState, version: str) -> ops.StatusBase | None:
@@ -443,7 +508,7 @@ def _database_unusable(database: DatabaseState, version: str) -> ops.StatusBase 
     if database.postgres is not None and garm_version_supports_postgresql(version) is False:
         return ops.BlockedStatus(
             f"database: GARM {version} has no PostgreSQL backend; attach a garm-binary "
-            "built after v0.2.1, or remove the database relation"
+            "built after v0.2.1 or remove the relation"
         )
     return None
 

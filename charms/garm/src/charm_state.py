@@ -35,18 +35,21 @@ class InvalidConfigError(ValueError):
         self.reason = reason
 
 
-def parse_duration(value: str) -> datetime.timedelta:
-    """Read a duration such as "7h", "90m", "60s" or "1h30m".
+def parse_duration(value: str, *, zero: bool = False) -> datetime.timedelta:
+    """Read a duration such as "7h", "90m", "60s" or "1h30m" ("0" too when `zero`).
 
     Raises:
-        ValueError: not such a duration, or zero.
+        ValueError: not such a duration, or zero when `zero` is False.
     """
-    match = _DURATION.match(value.strip())
-    if not value.strip() or match is None:
+    text = value.strip()
+    if zero and text == "0":
+        return datetime.timedelta(0)
+    match = _DURATION.match(text)
+    if not text or match is None:
         raise ValueError("must be a duration such as 7h, 90m or 60s")
     parts = {unit: int(amount or 0) for unit, amount in match.groupdict().items()}
     duration = datetime.timedelta(hours=parts["h"], minutes=parts["m"], seconds=parts["s"])
-    if duration <= datetime.timedelta(0):
+    if duration <= datetime.timedelta(0) and not zero:
         raise ValueError("must be longer than zero")
     return duration
 
@@ -65,6 +68,13 @@ class CharmConfig(BaseModel):
     handover_grace: datetime.timedelta = Field(
         default=datetime.timedelta(seconds=60), alias="handover-grace"
     )
+    handover_timeout: datetime.timedelta = Field(
+        default=datetime.timedelta(minutes=30), alias="handover-timeout"
+    )
+    # Zero: no reconcile tick, only hooks (docs/adr/0006-reconcile-tick-timer.md).
+    reconcile_interval: datetime.timedelta = Field(
+        default=datetime.timedelta(minutes=1), alias="reconcile-interval"
+    )
 
     @field_validator("external_url")
     @classmethod
@@ -79,10 +89,15 @@ class CharmConfig(BaseModel):
             raise ValueError("must not have a query or a fragment")
         return value
 
-    @field_validator("drain_timeout", "handover_grace", mode="before")
+    @field_validator("drain_timeout", "handover_grace", "handover_timeout", mode="before")
     @classmethod
     def _check_duration(cls, value: Any) -> Any:
         return parse_duration(value) if isinstance(value, str) else value
+
+    @field_validator("reconcile_interval", mode="before")
+    @classmethod
+    def _check_interval(cls, value: Any) -> Any:
+        return parse_duration(value, zero=True) if isinstance(value, str) else value
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -141,7 +156,7 @@ def backend_switch_problem(
         return None
     if recorded == SQLITE:
         return (
-            "GARM's data is in SQLite and cannot move to PostgreSQL: remove the database "
-            f"relation, or see {SWITCH_HOWTO}"
+            "GARM's data is in SQLite, which cannot move to PostgreSQL: remove the relation "
+            f"or see {SWITCH_HOWTO}"
         )
     return f"GARM's data is in PostgreSQL: relate the database again, or see {SWITCH_HOWTO}"

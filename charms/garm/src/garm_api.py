@@ -606,37 +606,73 @@ class GarmClient:
 
 
 class _ApiFacade:
-    """Finds a generated operation by name on whichever generated API class defines it."""
+    """Loads only the generated API class that defines the operation asked for.
 
-    _API_CLASSES = (
-        "ControllerApi",
-        "ControllerInfoApi",
-        "CredentialsApi",
-        "EndpointsApi",
-        "EnterprisesApi",
-        "FirstRunApi",
-        "InstancesApi",
-        "LoginApi",
-        "MetricsTokenApi",
-        "OrganizationsApi",
-        "ProvidersApi",
-        "RepositoriesApi",
-        "ScalesetsApi",
-        "TemplatesApi",
-    )
+    Each generated class is a module full of pydantic-validated methods, so trying them in turn
+    loaded most of the client on every call; a hook that logs in and lists scale sets now loads
+    `LoginApi` and `ScalesetsApi` and nothing else of the client's APIs.
+    """
+
+    # operation -> the generated API module that defines `<operation>_without_preload_content`.
+    # Creates of scale sets come from `scalesets_api`, which every pass loads anyway to list.
+    _MODULES: Mapping[str, str] = {
+        "controller_info": "controller_info_api",
+        "update_controller": "controller_api",
+        "create_credentials": "credentials_api",
+        "delete_credentials": "credentials_api",
+        "list_credentials": "credentials_api",
+        "update_credentials": "credentials_api",
+        "create_github_endpoint": "endpoints_api",
+        "list_github_endpoints": "endpoints_api",
+        "delete_enterprise": "enterprises_api",
+        "list_enterprises": "enterprises_api",
+        "update_enterprise": "enterprises_api",
+        "first_run": "first_run_api",
+        "delete_instance": "instances_api",
+        "list_instances": "instances_api",
+        "list_scale_set_instances": "instances_api",
+        "login": "login_api",
+        "get_metrics_token": "metrics_token_api",
+        "create_org": "organizations_api",
+        "delete_org": "organizations_api",
+        "list_orgs": "organizations_api",
+        "update_org": "organizations_api",
+        "list_providers": "providers_api",
+        "create_repo": "repositories_api",
+        "delete_repo": "repositories_api",
+        "list_repos": "repositories_api",
+        "update_repo": "repositories_api",
+        "create_enterprise_scale_set": "scalesets_api",
+        "create_org_scale_set": "scalesets_api",
+        "create_repo_scale_set": "scalesets_api",
+        "delete_scale_set": "scalesets_api",
+        "get_scale_set": "scalesets_api",
+        "list_scalesets": "scalesets_api",
+        "update_scale_set": "scalesets_api",
+        "create_template": "templates_api",
+        "delete_template": "templates_api",
+        "get_template": "templates_api",
+        "list_templates": "templates_api",
+        "update_template": "templates_api",
+    }
 
     def __init__(self, api_client: Any) -> None:
         self._api_client = api_client
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        import garm_client  # noqa: PLC0415
+        import importlib  # noqa: PLC0415
 
-        for class_name in self._API_CLASSES:
-            api = getattr(garm_client, class_name)
-            method = getattr(api, f"{name}_without_preload_content", None)
-            if method is not None:
-                return getattr(api(self._api_client), f"{name}_without_preload_content")
-        raise AttributeError(name)
+        module_name = self._MODULES.get(name)
+        if module_name is None:
+            raise AttributeError(name)
+        module = importlib.import_module(f"garm_client.api.{module_name}")
+        api_class = getattr(module, _class_name(module_name))
+        return getattr(api_class(self._api_client), f"{name}_without_preload_content")
+
+
+def _class_name(module_name: str) -> str:
+    """`controller_info_api` -> `ControllerInfoApi`, the generator's naming rule."""
+    return "".join(part.capitalize() for part in module_name.split("_"))
 
 
 def _api_error(operation: str, status: int, payload: bytes) -> GarmApiError:

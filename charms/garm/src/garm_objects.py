@@ -10,9 +10,11 @@ import dataclasses
 import datetime
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from configurator_state import DesiredState
+from garm_api import Instance, ScaleSet
 from github_reconciler import GithubApi, GithubReport, reconcile_github
 from scaleset_reconciler import (
     PredecessorReport,
@@ -22,8 +24,10 @@ from scaleset_reconciler import (
     blocked_message,
     preview,
     reconcile,
+    retry_message,
     status_message,
 )
+from scaleset_report import SpecReport, fit
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +38,18 @@ class GarmObjectsApi(GithubApi, ScalesetApi, Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class ObjectsOutcome:
-    """What the operator should see: a Blocked reason, a Waiting reason, or an Active note."""
+    """What the operator should see, each at most 120 characters.
+
+    Attributes:
+        blocked: what the operator must fix (a refusal, an invalid spec, dropped labels).
+        retrying: GARM failed calls the next pass retries by itself (Waiting).
+        waiting: configurators that have not published yet.
+        active: the changeovers in progress.
+        report: the scale-set pass in full, for the log and the provider retention.
+    """
 
     blocked: str
+    retrying: str
     waiting: str
     active: str
     report: ReconcileReport
@@ -58,6 +71,7 @@ def reconcile_objects(
     )
     return ObjectsOutcome(
         blocked=_blocked(desired, github, report),
+        retrying=retry_message(report),
         waiting=_waiting(desired),
         active=status_message(report),
         report=report,
@@ -70,8 +84,7 @@ def _blocked(desired: DesiredState, github: GithubReport, report: ReconcileRepor
         for name, problem in github.problems.items()
         if not problem.startswith("waiting for credentials")
     ]
-    parts = [*desired.problems, *refused, blocked_message(report)]
-    return "; ".join(part for part in parts if part)
+    return fit([*desired.problems, *refused, blocked_message(report)], "; ")
 
 
 def _waiting(desired: DesiredState) -> str:
@@ -95,11 +108,16 @@ def list_scalesets(
     now: datetime.datetime,
     settings: ReconcileSettings,
 ) -> ScalesetListing:
-    """List every scale set with its runners, and what the next pass would do (read-only)."""
+    """List every scale set with its runners, and what the next pass would do (read-only).
+
+    Each changeover shows its drain deadline as an absolute UTC time and every generation of
+    the spec (the live one first): labels, phase, enabled, runners idle and busy.
+    """
     report = preview(
         api, desired.specs, now=now, settings=settings, sweep_orphans=desired.complete
     )
-    runners = Counter(i.scale_set_id for i in api.list_instances() if i.scale_set_id)
+    runners = _Runners(api.list_instances())
+    listed = sorted(api.list_scalesets(), key=lambda scaleset: scaleset.name)
     rows = [
         {
             "id": scaleset.id,
@@ -110,34 +128,93 @@ def list_scalesets(
             "min-idle-runners": scaleset.min_idle_runners,
             "max-runners": scaleset.max_runners,
             "desired-runners": scaleset.desired_runner_count,
-            "runners": runners[scaleset.id],
+            "runners": runners.total[scaleset.id],
             "entity": scaleset.entity_name,
         }
-        for scaleset in sorted(api.list_scalesets(), key=lambda scaleset: scaleset.name)
+        for scaleset in listed
     ]
-    changeovers = [
-        {
-            "scaleset": spec.logical,
-            "phase": spec.phase.value,
-            "live-name": spec.live_name,
-            "seconds-left": spec.seconds_left,
-            "message": spec.message,
-            "predecessors": [_predecessor(p, runners) for p in spec.predecessors],
-        }
-        for spec in report.specs
-    ]
+    by_name = {scaleset.name: scaleset for scaleset in listed}
+    changeovers = [_changeover(spec, by_name, runners) for spec in report.specs]
     changeovers += [
-        {"scaleset": None, "phase": "orphan", "predecessors": [_predecessor(orphan, runners)]}
+        {
+            "scaleset": None,
+            "phase": "orphan",
+            "predecessors": [_predecessor(orphan, runners)],
+            "generations": [_generation(orphan.name, orphan.phase.value, by_name, runners)],
+        }
         for orphan in report.orphans
     ]
     return ScalesetListing(rows, changeovers)
 
 
-def _predecessor(predecessor: PredecessorReport, runners: Counter[int]) -> dict[str, Any]:
+class _Runners:
+    """Runner counts per scale-set id: all, idle and busy (running a job)."""
+
+    def __init__(self, instances: list[Instance]) -> None:
+        mine = [i for i in instances if i.scale_set_id]
+        self.total = Counter(i.scale_set_id for i in mine)
+        self.idle = Counter(i.scale_set_id for i in mine if i.runner_status == "idle")
+        self.busy = Counter(i.scale_set_id for i in mine if i.runner_status == "active")
+
+
+def _changeover(
+    spec: SpecReport, by_name: Mapping[str, ScaleSet], runners: _Runners
+) -> dict[str, Any]:
+    generations = [
+        _generation(p.name, p.phase.value, by_name, runners, p.deadline) for p in spec.predecessors
+    ]
+    if spec.live_name in by_name:
+        generations.insert(0, _generation(spec.live_name, spec.phase.value, by_name, runners))
+    return {
+        "scaleset": spec.logical,
+        "phase": spec.phase.value,
+        "live-name": spec.live_name,
+        "seconds-left": spec.seconds_left,
+        "deadline": _utc(spec.deadline),
+        "serves-in": spec.serves_in,
+        "awaiting-runner-until": _utc(spec.awaiting_runner_until),
+        "relabel-at": _utc(spec.relabel_at),
+        "leftovers": spec.leftovers,
+        "message": spec.message,
+        "predecessors": [_predecessor(p, runners) for p in spec.predecessors],
+        "generations": generations,
+    }
+
+
+def _generation(
+    name: str,
+    phase: str,
+    by_name: Mapping[str, ScaleSet],
+    runners: _Runners,
+    deadline: datetime.datetime | None = None,
+) -> dict[str, Any]:
+    scaleset = by_name.get(name)
+    if scaleset is None:  # deleted by GARM between the two lists
+        return {"name": name, "phase": phase}
+    return {
+        "name": name,
+        "phase": phase,
+        "labels": sorted(scaleset.normalised_labels),
+        "enabled": scaleset.enabled,
+        "runners": {"idle": runners.idle[scaleset.id], "busy": runners.busy[scaleset.id]},
+        "deadline": _utc(deadline),
+    }
+
+
+def _predecessor(predecessor: PredecessorReport, runners: _Runners) -> dict[str, Any]:
     return {
         "name": predecessor.name,
         "phase": predecessor.phase.value,
-        "runners": runners[predecessor.scaleset_id],
+        "runners": runners.total[predecessor.scaleset_id],
         "seconds-left": predecessor.seconds_left,
+        "deadline": _utc(predecessor.deadline),
         "delete-failures": predecessor.delete_failures,
+        "delete-retry-at": _utc(predecessor.delete_retry_at),
     }
+
+
+def _utc(moment: datetime.datetime | None) -> str | None:
+    """`2026-11-30T14:05:00Z`, or None."""
+    if moment is None:
+        return None
+    return moment.astimezone(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

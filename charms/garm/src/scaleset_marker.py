@@ -4,7 +4,8 @@ GARM stores `extended_state` as a free string, lets clients write it on update a
 list responses (REFERENCE C14). The charm writes a small JSON object there:
 
     {"config":"<16 hex>","enabled-at":"<RFC 3339>","logical":"small",
-     "managed-by":"garm-charm","retired-at":"<RFC 3339>","delete-failures":2}
+     "managed-by":"garm-charm","retired-at":"<RFC 3339>","delete-failures":2,
+     "delete-retry-at":"<RFC 3339>"}
 
 - `managed-by` and `logical` prove the charm made the scale set and say for which spec; a scale
   set without them is hand-made and never touched.
@@ -13,7 +14,10 @@ list responses (REFERENCE C14). The charm writes a small JSON object there:
 - `retired-at` starts the drain clock; it is written in the same PUT that retires, so the clock
   survives charm, hook and GARM restarts. `enabled-at` is set when a retired generation is
   re-enabled (its `created_at` is old, so the hand-over grace counts from here).
-- `delete-failures` counts deletes GARM answered 200 to but kept (REFERENCE C9).
+- `delete-failures` counts deletes GARM answered 200 to but kept (REFERENCE C9), and
+  `delete-retry-at` is when the next delete is sent: the wait doubles with each kept delete.
+- `attempt` (when above 0) says which attempt at its spec's labels this scale set is: its name
+  was made with that attempt number (`scaleset_naming`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ class Marker:
     retired_at: datetime.datetime | None = None
     enabled_at: datetime.datetime | None = None
     delete_failures: int = 0
+    delete_retry_at: datetime.datetime | None = None
+    attempt: int = 0
 
     @property
     def retired(self) -> bool:
@@ -58,6 +64,10 @@ class Marker:
             body["enabled-at"] = _format_time(self.enabled_at)
         if self.delete_failures:
             body["delete-failures"] = self.delete_failures
+        if self.delete_retry_at is not None:
+            body["delete-retry-at"] = _format_time(self.delete_retry_at)
+        if self.attempt:
+            body["attempt"] = self.attempt
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
@@ -76,13 +86,14 @@ def parse_marker(extended_state: str) -> Marker | None:
     if fields.get("managed-by") != MANAGED_BY or not isinstance(logical, str) or not logical:
         return None
     config = fields.get("config")
-    failures = fields.get("delete-failures")
     return Marker(
         logical=logical,
         config=config if isinstance(config, str) else "",
         retired_at=_parse_time(fields.get("retired-at")),
         enabled_at=_parse_time(fields.get("enabled-at")),
-        delete_failures=failures if isinstance(failures, int) and failures > 0 else 0,
+        delete_failures=_count(fields.get("delete-failures")),
+        delete_retry_at=_parse_time(fields.get("delete-retry-at")),
+        attempt=_count(fields.get("attempt")),
     )
 
 
@@ -91,6 +102,10 @@ def config_hash(spec: ScalesetSpec) -> str:
     hidden = {"extra_specs": dict(spec.extra_specs), "template": spec.template_name}
     text = json.dumps(hidden, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _format_time(moment: datetime.datetime) -> str:

@@ -14,6 +14,9 @@ Normalisation rules:
 - Entity: the kind (`repositories`, `organizations`, `enterprises`) and the name (`owner/repo`
   or `org`), lower-cased (GitHub names are case-insensitive).
 - Identity: the canonical JSON (sorted keys, no spaces) of those three, hashed with sha256.
+- Attempt: a further attempt at the same identity (GitHub dropped labels and may accept them
+  now, or still holds a scale set of the first name) adds `"attempt": n` to the identity, so
+  its name is distinct and still `<stem>-<8 hex>`; the marker records the attempt.
 - Names: a logical name must match `[a-z0-9]([a-z0-9-]*[a-z0-9])?` (GARM puts names into query
   strings unescaped, so nothing else is safe).
 - Length: the live name is at most `max_length` characters (default 64). When
@@ -47,7 +50,7 @@ _LOGICAL_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 _GENERATION_SUFFIX = re.compile(r"-[0-9a-f]{8}")
 
 
-def live_name(spec: ScalesetSpec, max_length: int = DEFAULT_MAX_LENGTH) -> str:
+def live_name(spec: ScalesetSpec, max_length: int = DEFAULT_MAX_LENGTH, attempt: int = 0) -> str:
     """Return the name the scale set for `spec` has in GARM (see the module docstring).
 
     Raises:
@@ -60,6 +63,7 @@ def live_name(spec: ScalesetSpec, max_length: int = DEFAULT_MAX_LENGTH) -> str:
         entity_kind=spec.entity.kind,
         entity_name=spec.entity.name,
         max_length=max_length,
+        attempt=attempt,
     )
 
 
@@ -71,21 +75,33 @@ def name_for(
     entity_kind: EntityKind,
     entity_name: str,
     max_length: int = DEFAULT_MAX_LENGTH,
+    attempt: int = 0,
 ) -> str:
     """Return the live name for a logical name and the fields GARM cannot change in place."""
-    identity = identity_hash(labels, provider_name, entity_kind, entity_name)
+    identity = identity_hash(labels, provider_name, entity_kind, entity_name, attempt)
     return f"{stem(logical, max_length)}-{identity}"
 
 
 def identity_hash(
-    labels: Iterable[str], provider_name: str, entity_kind: EntityKind, entity_name: str
+    labels: Iterable[str],
+    provider_name: str,
+    entity_kind: EntityKind,
+    entity_name: str,
+    attempt: int = 0,
 ) -> str:
-    """Return 8 hex characters of sha256 over the normalised labels, provider and entity."""
-    identity = {
+    """Return 8 hex characters of sha256 over the normalised labels, provider and entity.
+
+    `attempt` > 0 names a further attempt at the same scale set, when the first name cannot be
+    used (GitHub dropped labels, or still holds a scale set of that name); attempt 0 is not in
+    the hash, so the first name stays what it always was.
+    """
+    identity: dict[str, object] = {
         "entity": f"{entity_kind.value}:{entity_name.strip().lower()}",
         "labels": sorted(normalise_labels(labels)),
         "provider": provider_name.strip(),
     }
+    if attempt:
+        identity["attempt"] = attempt
     return _sha256(json.dumps(identity, sort_keys=True, separators=(",", ":")))[:HASH_LENGTH]
 
 

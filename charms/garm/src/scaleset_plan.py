@@ -26,12 +26,30 @@ from scaleset_marker import Marker, config_hash, parse_marker
 from scaleset_naming import DEFAULT_MAX_LENGTH, FamilyIndex, is_valid_logical_name, name_for
 from scaleset_naming import live_name as spec_live_name
 from scaleset_naming import stem as spec_stem
-from scaleset_report import Phase, PredecessorReport, ReconcileReport, SpecReport
+from scaleset_report import (
+    Phase,
+    PredecessorReport,
+    ReconcileReport,
+    SpecReport,
+    clock_time,
+    cut,
+    short_name,
+)
 from scaleset_spec import ScalesetSpec
 
 # GARM refuses to remove an instance in any other state (REFERENCE C13, §5.3).
 FORCEABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
+# A runner in one of these states is registered at GitHub and can take a job (REFERENCE §5.2).
+ONLINE_RUNNER_STATUSES = frozenset({"idle", "active"})
 DEFAULT_RUNNER_GROUP = "Default"
+MAX_LABEL_RETRY = datetime.timedelta(hours=4)
+# How much of the dropped labels the Blocked text names (the log has them all).
+DROPPED_LABELS_LIMIT = 20
+# Names tried after the first when GitHub still holds a scale set of that name (409).
+SPARE_NAMES = 3
+# An unmarked scale set named as a further attempt up to this one is adopted (a crash between
+# its create and its marker); a day of label retries at the longest wait is six attempts.
+MAX_ADOPTED_ATTEMPT = 64
 _ENTITY_NOUNS = {
     EntityKind.REPOSITORY: "repository",
     EntityKind.ORGANIZATION: "organization",
@@ -48,11 +66,18 @@ class ReconcileSettings:
             its predecessors are retired, so its listener is up at GitHub.
         drain_timeout: how long a retired scale set may keep runners (jobs) before they are
             force-removed; GitHub's default job timeout is 6 hours.
+        handover_timeout: how long a new scale set with `min_idle_runners` > 0 may go without a
+            runner online before the charm blocks (its predecessors keep serving meanwhile).
+        label_retry: how long after creating a scale set GitHub dropped labels of the charm
+            tries again with a new one (a further attempt); the wait doubles with each attempt,
+            up to `MAX_LABEL_RETRY`.
         max_name_length: the longest live name the charm creates.
     """
 
     handover_grace: datetime.timedelta = datetime.timedelta(seconds=60)
     drain_timeout: datetime.timedelta = datetime.timedelta(hours=7)
+    handover_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
+    label_retry: datetime.timedelta = datetime.timedelta(minutes=15)
     max_name_length: int = DEFAULT_MAX_LENGTH
 
 
@@ -69,6 +94,8 @@ class CreateAction:
     params: ScaleSetCreate
     template_name: str | None
     marker: Marker
+    # Further (name, attempt) pairs, tried in turn if GitHub still holds a set of the name.
+    spares: tuple[tuple[str, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +169,13 @@ def prepare(specs: Sequence[ScalesetSpec], settings: ReconcileSettings) -> Prepa
             problems.append(f"its name {live!r} is also the name of {taken[live]!r}")
         if problems:
             rejected.append(
-                SpecReport(spec.name, Phase.BLOCKED, message="; ".join(problems), errors=problems)
+                SpecReport(
+                    spec.name,
+                    Phase.BLOCKED,
+                    message="; ".join(problems),
+                    status=f"invalid settings, fix them in its configurator: {problems[0]}",
+                    errors=problems,
+                )
             )
             continue
         taken[live] = spec.name
@@ -214,6 +247,9 @@ class Member:
 
     scaleset: ScaleSet
     marker: Marker | None
+    # Which attempt at its spec's name it is: from the marker, or for an adopted unmarked one
+    # from its name.
+    attempt: int = 0
 
 
 @dataclasses.dataclass
@@ -243,9 +279,11 @@ def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
     hand-made and left alone.
     """
     families = {entry.spec.name: Family() for entry in prepared.entries}
+    specs = {entry.spec.name: entry.spec for entry in prepared.entries}
     orphans: list[Member] = []
     for scaleset in sorted(scalesets, key=lambda s: s.id):
-        member = Member(scaleset, parse_marker(scaleset.extended_state))
+        marker = parse_marker(scaleset.extended_state)
+        member = Member(scaleset, marker, marker.attempt if marker is not None else 0)
         owner = prepared.index.owner(scaleset.name)
         family = families.get(owner) if owner is not None else None
         is_live = prepared.index.live_owner(scaleset.name) is not None
@@ -254,8 +292,33 @@ def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
         elif member.marker is not None:
             _place_marked(member, member.marker, prepared, families, orphans)
         elif family is not None and owner is not None:
-            _place_unmarked(member, owner, family, prepared.max_name_length)
+            _place_unmarked(member, specs[owner], family, prepared.max_name_length)
+    for entry in prepared.entries:
+        _promote_latest_attempt(families[entry.spec.name], entry.spec, prepared.max_name_length)
     return Grouping(families, orphans)
+
+
+def _promote_latest_attempt(family: Family, spec: ScalesetSpec, max_length: int) -> None:
+    """The live scale set is the latest attempt at the spec's name; earlier ones go."""
+    attempts = [m for m in family.predecessors if _is_attempt_of(m, spec, max_length)]
+    if not attempts:
+        return
+    latest = max(attempts, key=attempt_of)
+    family.predecessors.remove(latest)
+    if family.live is not None:
+        family.predecessors.append(family.live)
+        family.predecessors.sort(key=lambda member: member.scaleset.id)
+    family.live = latest
+
+
+def _is_attempt_of(member: Member, spec: ScalesetSpec, max_length: int) -> bool:
+    attempt = attempt_of(member)
+    return bool(attempt) and member.scaleset.name == spec_live_name(spec, max_length, attempt)
+
+
+def attempt_of(member: Member) -> int:
+    """Which attempt at its spec's name a scale set is (0: the first)."""
+    return member.attempt
 
 
 def _place_marked(
@@ -273,10 +336,16 @@ def _place_marked(
     # Otherwise its spec exists but was rejected this pass: leave the family as it is.
 
 
-def _place_unmarked(member: Member, owner: str, family: Family, max_name_length: int) -> None:
+def _place_unmarked(
+    member: Member, spec: ScalesetSpec, family: Family, max_name_length: int
+) -> None:
+    """Adopt a scale set created just before its marker could be written; else leave it alone.
+
+    Its name is the one the charm gives its labels, or a further attempt at the spec's name.
+    """
     scaleset = member.scaleset
     own_name = name_for(
-        owner,
+        spec.name,
         labels=scaleset.labels,
         provider_name=scaleset.provider_name,
         entity_kind=scaleset.entity_kind,
@@ -285,8 +354,12 @@ def _place_unmarked(member: Member, owner: str, family: Family, max_name_length:
     )
     if own_name == scaleset.name:
         family.predecessors.append(member)
-    else:
-        family.foreign.append(scaleset.name)
+        return
+    for attempt in range(1, MAX_ADOPTED_ATTEMPT + 1):
+        if scaleset.name == spec_live_name(spec, max_name_length, attempt):
+            family.predecessors.append(dataclasses.replace(member, attempt=attempt))
+            return
+    family.foreign.append(scaleset.name)
 
 
 # What else to observe -------------------------------------------------------------------------
@@ -313,10 +386,27 @@ def needs(prepared: Prepared, grouping: Grouping, *, sweep_orphans: bool) -> Nee
     retired_orphans = sweep_orphans and any(
         m.marker is not None and m.marker.retired for m in grouping.orphans
     )
+    capacity = any(
+        awaits_capacity(entry.spec, grouping.families[entry.spec.name])
+        for entry in prepared.entries
+    )
     return Needs(
         entity_kinds=frozenset(entry.spec.entity.kind for entry in creating),
         providers=bool(creating),
-        instances=bool(retired) or retired_orphans,
+        instances=bool(retired) or retired_orphans or capacity,
+    )
+
+
+def awaits_capacity(spec: ScalesetSpec, family: Family) -> bool:
+    """Whether a hand-over must first see a runner of the live scale set online.
+
+    Only with `min_idle_runners` > 0 (with 0 no runner is expected before a job comes) and only
+    while a predecessor still serves: a converged pass never lists instances for it.
+    """
+    return (
+        spec.min_idle_runners > 0
+        and family.live is not None
+        and any(m.marker is None or m.marker.retired_at is None for m in family.predecessors)
     )
 
 
@@ -405,9 +495,16 @@ def plan_spec(
     update = live_update(spec, family.live, context.now)
     if update is not None:
         actions.append(update)
-    ready = _plan_live_readiness(spec, family.live, context, report)
+    report.live_name = family.live.scaleset.name
+    ready = _plan_live_readiness(spec, family.live, context, report) and _has_capacity(
+        spec, family, context, report
+    )
+    retry = _plan_label_retry(entry, family.live, context, report)
+    if retry is not None:
+        actions.append(retry)
     for member in family.predecessors:
-        predecessor, retire_actions = plan_retirement(spec.name, member, ready, context)
+        member_ready = ready or _redundant_attempt(spec, member, family.live, context)
+        predecessor, retire_actions = plan_retirement(spec.name, member, member_ready, context)
         report.predecessors.append(predecessor)
         actions.extend(retire_actions)
     _summarise(report, ready)
@@ -425,14 +522,7 @@ def _plan_create(
         report.warnings.append(missing)
         return report, []
     actions: list[Action] = [
-        CreateAction(
-            owner=spec.name,
-            entity_kind=entity.kind,
-            entity_id=entity.id,
-            params=desired_create(spec, entry.live_name),
-            template_name=spec.template_name,
-            marker=Marker(logical=spec.name, config=config_hash(spec)),
-        )
+        create_action(spec, entity.kind, entity.id, 0, context.settings.max_name_length)
     ]
     # Serving predecessors wait for the new one; retired ones go on draining meanwhile.
     for member in family.predecessors:
@@ -441,6 +531,25 @@ def _plan_create(
         actions.extend(retire_actions)
     _summarise(report, ready=False)
     return report, actions
+
+
+def create_action(
+    spec: ScalesetSpec, kind: EntityKind, entity_id: str, attempt: int, max_length: int
+) -> CreateAction:
+    """Create attempt `attempt` at the spec's scale set, with the next names to fall back on."""
+    spares = tuple(
+        (spec_live_name(spec, max_length, n), n)
+        for n in range(attempt + 1, attempt + 1 + SPARE_NAMES)
+    )
+    return CreateAction(
+        owner=spec.name,
+        entity_kind=kind,
+        entity_id=entity_id,
+        params=desired_create(spec, spec_live_name(spec, max_length, attempt)),
+        template_name=spec.template_name,
+        marker=Marker(logical=spec.name, config=config_hash(spec), attempt=attempt),
+        spares=spares,
+    )
 
 
 def _create_prerequisites(spec: ScalesetSpec, observed: Observed) -> tuple[Entity | None, str]:
@@ -472,6 +581,7 @@ def live_update(spec: ScalesetSpec, live: Member, now: datetime.datetime) -> Upd
         logical=spec.name,
         config=hidden,
         enabled_at=now if reenabling else (marker.enabled_at if marker else None),
+        attempt=attempt_of(live),
     )
     if wanted_marker != marker:
         fields["extended_state"] = wanted_marker.render()
@@ -530,15 +640,119 @@ def _plan_live_readiness(
             f"{', '.join(sorted(missing))} (GitHub may not allow several labels here); "
             "the old scale set keeps serving: change the labels or enable multiple labels"
         )
+        dropped = cut(", ".join(sorted(missing)), DROPPED_LABELS_LIMIT)
+        report.status = f"GitHub dropped labels {dropped} (old set serves): change labels"
         report.errors.append(report.message)
         return False
     marker = live.marker
     if not live.scaleset.enabled or (marker is not None and marker.retired):
         return False
-    since = live.scaleset.created_at
+    serves_at = _serving_since(live) + context.settings.handover_grace
+    if context.now < serves_at:
+        report.serves_in = (serves_at - context.now).total_seconds()
+        return False
+    return True
+
+
+def _has_capacity(
+    spec: ScalesetSpec, family: Family, context: _Context, report: SpecReport
+) -> bool:
+    """Whether the live scale set serves with a runner online, if the hand-over needs one.
+
+    A new generation whose runners never come online (a broken image or flavor) must not
+    replace one that works: the predecessors keep serving, and after `handover_timeout` the
+    spec is blocked naming the new scale set. It proceeds by itself once a runner comes up.
+    """
+    live = family.live
+    if live is None or not awaits_capacity(spec, family):
+        return True
+    runners = context.observed.runners(live.scaleset.id)
+    if any(_online(runner) for runner in runners):
+        return True
+    since = _serving_since(live)
+    give_up = since + context.settings.handover_timeout
+    if context.now < give_up:
+        report.awaiting_runner_until = give_up
+        report.message = f"waiting for a runner of {live.scaleset.name!r} to come online"
+        return False
+    minutes = int(context.settings.handover_timeout.total_seconds() // 60)
+    report.phase = Phase.BLOCKED
+    report.message = (
+        f"no runner of the new scale set {live.scaleset.name!r} came online within "
+        f"{minutes} min; the old scale set keeps serving: check the new set's image, flavor "
+        "and provider (GARM's log); the hand-over goes on by itself once a runner is online"
+    )
+    report.status = (
+        f"no runner of new set {short_name(live.scaleset.name)} online after {minutes} min; "
+        "check image/flavor"
+    )
+    report.errors.append(report.message)
+    return False
+
+
+def _plan_label_retry(
+    entry: SpecEntry, live: Member, context: _Context, report: SpecReport
+) -> CreateAction | None:
+    """Try again under a new name when GitHub dropped labels: it may accept them by now.
+
+    GHES needs a feature flag for several labels per scale set; once an administrator turns
+    it on, the next attempt gets every label and the changeover completes by itself. The wait
+    doubles with each attempt, so a spec nobody fixes costs a few scale sets a day at most.
+    """
+    spec = entry.spec
+    if not live.scaleset.missing_labels(spec.labels):
+        return None
+    attempt = attempt_of(live)
+    wait = min(context.settings.label_retry * 2**attempt, MAX_LABEL_RETRY)
+    retry_at = _serving_since(live) + wait
+    report.relabel_at = retry_at
+    if context.now < retry_at:
+        report.status += f"; retry {clock_time(retry_at)}"
+        return None
+    report.message += "; trying again under a new name"
+    scaleset = live.scaleset
+    return create_action(
+        spec,
+        scaleset.entity_kind,
+        scaleset.entity_id,
+        attempt + 1,
+        context.settings.max_name_length,
+    )
+
+
+def _redundant_attempt(
+    spec: ScalesetSpec, member: Member, live: Member, context: _Context
+) -> bool:
+    """Whether `member`, an earlier attempt at the same name, serves nothing the live one lacks.
+
+    An attempt GitHub dropped labels of is replaced by the next attempt once that one serves
+    at least its labels, so failed attempts never pile up while the spec waits for GitHub.
+    """
+    max_length = context.settings.max_name_length
+    same = member.scaleset.name == spec_live_name(spec, max_length) or _is_attempt_of(
+        member, spec, max_length
+    )
+    if not same or not member.scaleset.normalised_labels <= live.scaleset.normalised_labels:
+        return False
+    marker = live.marker
+    if not live.scaleset.enabled or (marker is not None and marker.retired):
+        return False
+    if context.now < _serving_since(live) + context.settings.handover_grace:
+        return False
+    runners = context.observed.runners(live.scaleset.id)
+    return spec.min_idle_runners == 0 or any(_online(runner) for runner in runners)
+
+
+def _online(runner: Instance) -> bool:
+    return runner.status == "running" and runner.runner_status in ONLINE_RUNNER_STATUSES
+
+
+def _serving_since(live: Member) -> datetime.datetime:
+    """When the live scale set was created, or re-enabled after a label change back."""
+    marker = live.marker
     if marker is not None and marker.enabled_at is not None:
-        since = max(since, marker.enabled_at)
-    return context.now - since >= context.settings.handover_grace
+        return max(live.scaleset.created_at, marker.enabled_at)
+    return live.scaleset.created_at
 
 
 def plan_retirement(
@@ -594,10 +808,13 @@ def _drain(
         runners=len(runners),
         seconds_left=left,
         delete_failures=marker.delete_failures,
+        deadline=deadline,
     )
     if not runners:
         report.phase = Phase.DELETING
-        actions.append(DeleteAction(owner, scaleset.id, scaleset.name, marker))
+        report.delete_retry_at = marker.delete_retry_at
+        if marker.delete_retry_at is None or context.now >= marker.delete_retry_at:
+            actions.append(DeleteAction(owner, scaleset.id, scaleset.name, marker))
     elif context.now >= deadline:
         report.phase = Phase.FORCING
         forceable = [r for r in runners if r.status in FORCEABLE_STATUSES]
@@ -624,8 +841,11 @@ def _summarise(report: SpecReport, ready: bool) -> None:
     phases = {p.phase for p in report.predecessors}
     stopped = sum(p.forced for p in report.predecessors)
     report.jobs_stopped = stopped
-    lefts = [p.seconds_left for p in report.predecessors if p.phase is Phase.DRAINING]
-    report.seconds_left = min((x for x in lefts if x is not None), default=None)
+    draining = [p for p in report.predecessors if p.phase is Phase.DRAINING]
+    report.seconds_left = min(
+        (p.seconds_left for p in draining if p.seconds_left is not None), default=None
+    )
+    report.deadline = min((p.deadline for p in draining if p.deadline is not None), default=None)
     if report.phase is Phase.BLOCKED:
         return
     order = (Phase.HANDING_OVER, Phase.FORCING, Phase.DRAINING, Phase.DELETING)

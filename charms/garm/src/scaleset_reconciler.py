@@ -53,11 +53,14 @@ from scaleset_plan import (
     prepare,
 )
 from scaleset_report import (
+    REPEATED_DELETE_FAILURES,
+    Failure,
     Phase,
     PredecessorReport,
     ReconcileReport,
     SpecReport,
     blocked_message,
+    retry_message,
     status_message,
 )
 from scaleset_spec import ScalesetSpec
@@ -72,13 +75,15 @@ __all__ = [
     "blocked_message",
     "preview",
     "reconcile",
+    "retry_message",
     "status_message",
 ]
 
 logger = logging.getLogger(__name__)
 
-# Deletes GARM answered but did not carry out (REFERENCE C9) before the report calls it stuck.
-REPEATED_DELETE_FAILURES = 3
+# After a delete GARM kept, the next is sent a minute later, then 2, 4... at most an hour later.
+FIRST_DELETE_RETRY = datetime.timedelta(minutes=1)
+LAST_DELETE_RETRY = datetime.timedelta(hours=1)
 
 
 class ScalesetApi(Protocol):
@@ -157,13 +162,16 @@ def reconcile(
     the_plan = plan(
         prepared, grouping, observed, now=now, settings=settings, sweep_orphans=sweep_orphans
     )
-    executor = _Executor(counted, the_plan)
+    executor = _Executor(counted, the_plan, now)
     executor.run()
     report = the_plan.report
     report.requests, report.writes = counted.requests, counted.writes
     report.provider_scalesets = _per_provider(executor.held_after(listed))
     for error in report.all_errors():
         logger.warning("scale sets: %s", error)
+    for spec in report.specs:
+        for warning in spec.warnings:
+            logger.warning("scale sets: %r: %s", spec.logical, warning)
     return report
 
 
@@ -220,8 +228,9 @@ def _observe(api: ScalesetApi, wanted: Needs) -> Observed:
 class _Executor:
     """Runs a plan's actions in order; one owner's refusal skips only that owner's rest."""
 
-    def __init__(self, api: ScalesetApi, the_plan: Plan) -> None:
+    def __init__(self, api: ScalesetApi, the_plan: Plan, now: datetime.datetime) -> None:
         self._api = api
+        self._now = now
         self._actions = the_plan.actions
         self._report = the_plan.report
         self._specs = {spec.logical: spec for spec in the_plan.report.specs}
@@ -242,7 +251,7 @@ class _Executor:
             except (GarmApiError, InvalidRequest) as error:
                 if not isinstance(action, ForceRemoveAction):
                     self._failed.add(action.owner)
-                self._fail(action.owner, f"{_describe(action)}: {error}")
+                self._fail(action.owner, f"{_describe(action)}: {error}", _failure(action, error))
         if self._deleted:
             self._confirm_deletes()
 
@@ -268,11 +277,39 @@ class _Executor:
         if action.template_name is not None:
             template_id = self._template_id(action.template_name, params.os_type, required=True)
             params = dataclasses.replace(params, template_id=template_id)
-        created = self._api.create_scaleset(action.entity_kind, action.entity_id, params)
-        self._created.append(created)
-        # Create cannot carry extended_state: stamp it now (a crash in between is adopted).
-        marker = ScaleSetUpdate(extended_state=action.marker.render())
-        self._api.update_scaleset(created.id, marker)
+        names = [(params.name, action.marker.attempt), *action.spares]
+        for index, (name, attempt) in enumerate(names):
+            try:
+                created = self._api.create_scaleset(
+                    action.entity_kind, action.entity_id, dataclasses.replace(params, name=name)
+                )
+            except GarmApiError as error:
+                if index + 1 == len(names) or not _still_at_github(error):
+                    raise
+                self._leftover(action.owner, name, names[index + 1][0])
+                continue
+            self._created.append(created)
+            # Create cannot carry extended_state: stamp it now (a crash in between is adopted).
+            marker = dataclasses.replace(action.marker, attempt=attempt)
+            self._api.update_scaleset(created.id, ScaleSetUpdate(extended_state=marker.render()))
+            return
+
+    def _leftover(self, owner: str, name: str, instead: str) -> None:
+        """GitHub holds a scale set of that name that GARM does not: report it, use the next.
+
+        GARM re-creates a scale set at GitHub when it is deleted within seconds of its creation
+        (a retry race); every later create of that name then fails.
+        """
+        spec = self._specs.get(owner)
+        if spec is None:
+            return
+        spec.leftovers.append(name)
+        spec.live_name = instead
+        spec.warnings.append(
+            f"GitHub still holds a runner scale set named {name!r} that GARM does not know; "
+            f"creating {instead!r} instead: delete the leftover at GitHub (repository or "
+            "organization settings, Actions, Runner groups) when no job uses it"
+        )
 
     def _update(self, action: UpdateAction) -> None:
         update = action.update
@@ -306,23 +343,28 @@ class _Executor:
                 self._gone(action)
 
     def _kept(self, action: DeleteAction) -> None:
+        """Count the kept delete in the marker and put the next one off, doubling each time."""
         failures = action.marker.delete_failures + 1
+        retry_at = self._now + min(FIRST_DELETE_RETRY * 2 ** (failures - 1), LAST_DELETE_RETRY)
         text = f"GARM answered the delete of {action.name!r} but kept it"
         if failures >= REPEATED_DELETE_FAILURES:
             text += f" {failures} times in a row: check GARM's log (GitHub refused the delete?)"
-        else:
-            text += "; retrying on the next pass"
-        self._fail(action.owner, text)
-        counted = dataclasses.replace(action.marker, delete_failures=failures)
+        text += f"; the next delete at {retry_at:%H:%M:%S} UTC"
+        self._fail(action.owner, text, None)
+        counted = dataclasses.replace(
+            action.marker, delete_failures=failures, delete_retry_at=retry_at
+        )
         try:
             self._api.update_scaleset(
                 action.scaleset_id, ScaleSetUpdate(extended_state=counted.render())
             )
         except (GarmApiError, InvalidRequest) as error:
-            self._fail(action.owner, f"recording the failed delete of {action.name!r}: {error}")
+            text = f"recording the failed delete of {action.name!r}: {error}"
+            self._fail(action.owner, text, _failure(action, error, call="update"))
         for predecessor in self._predecessors(action.owner):
             if predecessor.scaleset_id == action.scaleset_id:
                 predecessor.delete_failures = failures
+                predecessor.delete_retry_at = retry_at
 
     def _gone(self, action: DeleteAction) -> None:
         spec = self._specs.get(action.owner)
@@ -343,7 +385,9 @@ class _Executor:
         orphan = self._orphans.get(owner)
         return [orphan] if orphan is not None else []
 
-    def _fail(self, owner: str, text: str) -> None:
+    def _fail(self, owner: str, text: str, failure: Failure | None) -> None:
+        if failure is not None:
+            self._report.failures.append(failure)
         spec = self._specs.get(owner)
         if spec is not None:
             spec.errors.append(text)
@@ -355,6 +399,34 @@ class _Executor:
         if orphan is not None:
             orphan.phase = Phase.ERROR
         self._report.errors.append(text)
+
+
+def _still_at_github(error: GarmApiError) -> bool:
+    """Whether a create failed because GitHub already has a scale set of that name."""
+    text = f"{error.error} {error.details}".lower()
+    return error.status in (400, 409) and "already exists" in text
+
+
+def _failure(
+    action: Action, error: GarmApiError | InvalidRequest, call: str | None = None
+) -> Failure:
+    """The status's view of a refused call: which, whose, and whether retrying may help."""
+    status = error.status if isinstance(error, GarmApiError) else None
+    verb = call or _VERBS[type(action)]
+    return Failure(_owner_name(action), verb, status, retry=status is not None and status >= 500)
+
+
+_VERBS: dict[type, str] = {
+    CreateAction: "create",
+    UpdateAction: "update",
+    ForceRemoveAction: "remove a runner of",
+    DeleteAction: "delete",
+}
+
+
+def _owner_name(action: Action) -> str:
+    """The spec's logical name, or for an unconfigured scale set its own name."""
+    return action.owner.removeprefix(orphan_owner(""))
 
 
 def _describe(action: Action) -> str:

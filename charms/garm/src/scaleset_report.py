@@ -1,9 +1,16 @@
-"""What a scale-set reconcile pass found and did, and the short `juju status` text for it."""
+"""What a scale-set reconcile pass found and did, and the short `juju status` text for it.
+
+Every text meant for `juju status` is at most `STATUS_LIMIT` characters: names are shortened,
+entries that do not fit are counted (`+N more`), and details go to the log and to the
+list-scalesets action.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import enum
+from collections.abc import Sequence
 
 
 class Phase(enum.StrEnum):
@@ -19,6 +26,12 @@ class Phase(enum.StrEnum):
     SKIPPED = "skipped"
     ERROR = "error"
 
+
+STATUS_LIMIT = 120
+# Deletes GARM answered but did not carry out (REFERENCE C9) before the operator must look.
+REPEATED_DELETE_FAILURES = 3
+# A name longer than this is cut in status texts (the log and the action have it whole).
+NAME_LIMIT = 24
 
 # Phases in which the spec is mid-changeover and `juju status` names it.
 CHANGEOVER_PHASES = frozenset(
@@ -37,6 +50,8 @@ class PredecessorReport:
     seconds_left: float | None = None
     forced: int = 0
     delete_failures: int = 0
+    delete_retry_at: datetime.datetime | None = None
+    deadline: datetime.datetime | None = None
 
 
 @dataclasses.dataclass
@@ -51,8 +66,19 @@ class SpecReport:
         default_factory=list[PredecessorReport]
     )
     seconds_left: float | None = None
+    deadline: datetime.datetime | None = None
+    # Until the new scale set has served for the hand-over grace (None: not waiting for it).
+    serves_in: float | None = None
+    # Past the grace, waiting for a runner of the new scale set to come online, until then.
+    awaiting_runner_until: datetime.datetime | None = None
+    # GitHub dropped labels of the live scale set: when the next attempt is made.
+    relabel_at: datetime.datetime | None = None
+    # Names GitHub still holds a scale set of (create answered 409), so another name was used.
+    leftovers: list[str] = dataclasses.field(default_factory=list[str])
     jobs_stopped: int = 0
     message: str = ""
+    # The Blocked text for `juju status` when `message` is too long for it.
+    status: str = ""
     errors: list[str] = dataclasses.field(default_factory=list[str])
     warnings: list[str] = dataclasses.field(default_factory=list[str])
 
@@ -60,6 +86,35 @@ class SpecReport:
     def draining_runners(self) -> int:
         """Runners still on retired predecessors."""
         return sum(p.runners or 0 for p in self.predecessors)
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """A call GARM refused or failed during the pass, as `juju status` names it.
+
+    Attributes:
+        owner: the logical name of the spec, or the name of an unconfigured scale set.
+        call: what was asked, as a verb phrase: "create", "update", "delete", "remove a runner
+            of".
+        status: GARM's HTTP status; None when the charm did not send the request (GARM would
+            have refused it late, e.g. a missing template).
+        retry: whether the next pass is expected to get past it by itself (Waiting), or the
+            operator must look (Blocked).
+    """
+
+    owner: str
+    call: str
+    status: int | None = None
+    retry: bool = False
+
+    def text(self) -> str:
+        """The status text: what GARM did to which scale set, and what happens next."""
+        name = short_name(self.owner)
+        if self.status is None:
+            return f"cannot {self.call} {name}: see juju debug-log"
+        if self.retry:
+            return f"GARM failed to {self.call} {name} (HTTP {self.status}); retrying"
+        return f"GARM refused to {self.call} {name} (HTTP {self.status}): see juju debug-log"
 
 
 @dataclasses.dataclass
@@ -71,6 +126,7 @@ class ReconcileReport:
     orphans_kept: list[str] = dataclasses.field(default_factory=list[str])
     errors: list[str] = dataclasses.field(default_factory=list[str])
     warnings: list[str] = dataclasses.field(default_factory=list[str])
+    failures: list[Failure] = dataclasses.field(default_factory=list[Failure])
     requests: int = 0
     writes: int = 0
     # Every scale set GARM holds after the pass (hand-made ones too), counted per provider name:
@@ -108,42 +164,101 @@ def status_message(report: ReconcileReport, limit: int = 2) -> str:
 
     At most `limit` specs are named, then `+N more`; several predecessors of one spec are one
     entry. Force-removed runners are named with their jobs, since those jobs are stopped.
+    Refusals are not here: they are never shown under Active (`refused_message`).
     """
-    entries: list[str] = []
-    failed = [spec.logical for spec in report.specs if spec.phase is Phase.ERROR]
-    if failed or report.errors:
-        entries.append(f"GARM refused changes to {_names(failed) or 'scale sets'} (see the log)")
-    entries += [_changeover_text(spec) for spec in report.specs if spec.phase in CHANGEOVER_PHASES]
+    entries = [_changeover_text(spec) for spec in report.specs if spec.phase in CHANGEOVER_PHASES]
     if report.orphans:
         entries.append(_orphans_text(report.orphans))
-    text = ", ".join(entries[:limit])
-    if len(entries) > limit:
-        text += f", +{len(entries) - limit} more"
-    return text
+    return fit(entries, ", ", most=limit)
 
 
 def blocked_message(report: ReconcileReport, limit: int = 2) -> str:
     """Return the text for a Blocked status when the operator must act, or ""."""
     entries = [
-        f"{spec.logical!r}: {spec.message}" for spec in report.specs if spec.phase is Phase.BLOCKED
+        f"{short_name(spec.logical)}: {spec.status or spec.message}"
+        for spec in report.specs
+        if spec.phase is Phase.BLOCKED
     ]
-    text = "; ".join(entries[:limit])
-    if len(entries) > limit:
-        text += f"; +{len(entries) - limit} more"
-    return text
+    entries += [failure.text() for failure in report.failures if not failure.retry]
+    entries += [
+        f"GARM kept the old scale set of {short_name(owner)} after {kept.delete_failures} "
+        "deletes: see its log"
+        for owner, kept in _kept_deletes(report)
+        if kept.delete_failures >= REPEATED_DELETE_FAILURES
+    ]
+    return fit(entries, "; ", most=limit)
+
+
+def retry_message(report: ReconcileReport, limit: int = 2) -> str:
+    """Return the Waiting text for GARM's failures the next pass retries by itself, or ""."""
+    entries = [failure.text() for failure in report.failures if failure.retry]
+    entries += [
+        f"GARM kept the old scale set of {short_name(owner)} after a delete; {_retry(kept)}"
+        for owner, kept in _kept_deletes(report)
+        if kept.delete_failures < REPEATED_DELETE_FAILURES
+    ]
+    return fit(entries, "; ", most=limit)
+
+
+def _retry(kept: PredecessorReport) -> str:
+    if kept.delete_retry_at is None:
+        return "retrying"
+    return f"retrying at {clock_time(kept.delete_retry_at)}"
+
+
+def _kept_deletes(report: ReconcileReport) -> list[tuple[str, PredecessorReport]]:
+    """Every old scale set GARM answered a delete for but kept, with its spec's name."""
+    kept = [(s.logical, p) for s in report.specs for p in s.predecessors if p.delete_failures]
+    return kept + [(o.name, o) for o in report.orphans if o.delete_failures]
+
+
+def fit(
+    entries: Sequence[str], separator: str, *, most: int | None = None, limit: int = STATUS_LIMIT
+) -> str:
+    """Join `entries` while they fit in `limit` characters, then say how many more there are.
+
+    An entry too long on its own is cut (ending in "..."); `most` caps how many are named.
+    """
+    entries = [entry for entry in entries if entry]
+    kept: list[str] = []
+    for index, entry in enumerate(entries):
+        rest = len(entries) - index - 1
+        tail = f"{separator}+{rest} more" if rest else ""
+        if most is not None and index >= most:
+            break
+        if len(separator.join([*kept, entry])) + len(tail) > limit:
+            if not kept:
+                kept.append(cut(entry, limit - len(tail)))
+            break
+        kept.append(entry)
+    more = len(entries) - len(kept)
+    text = separator.join(kept)
+    return f"{text}{separator}+{more} more" if more else text
+
+
+def short_name(name: str) -> str:
+    """Return `name` quoted, at most `NAME_LIMIT` characters of it kept for a status text.
+
+    A long name loses its middle, not its end: generated names often differ only at the end.
+    """
+    if len(name) <= NAME_LIMIT:
+        return repr(name)
+    head = (NAME_LIMIT - 3) // 2
+    return repr(f"{name[:head]}...{name[-(NAME_LIMIT - 3 - head) :]}")
 
 
 def _changeover_text(spec: SpecReport) -> str:
+    name = short_name(spec.logical)
     if not spec.predecessors:
-        return f"{spec.logical!r}: {_phase_text(spec)}"
+        return f"{name}: {_phase_text(spec)}"
     what = "labels changing" if spec.labels_changing else "changing over"
-    return f"{spec.logical!r} {what}: {_phase_text(spec)}"
+    return f"{name} {what}: {_phase_text(spec)}"
 
 
 def _phase_text(spec: SpecReport) -> str:
     runners = spec.draining_runners
     if spec.phase is Phase.CREATING:
-        return "starting new scale set" if spec.predecessors else "creating"
+        return _creating_text(spec)
     if spec.phase is Phase.HANDING_OVER:
         return "handing over"
     if spec.phase is Phase.FORCING:
@@ -151,8 +266,29 @@ def _phase_text(spec: SpecReport) -> str:
         jobs = "its job" if stopping == 1 else "their jobs"
         return f"drain deadline passed, stopping {_runners(stopping)} and {jobs}"
     if spec.phase is Phase.DRAINING:
-        return f"draining {_runners(runners)}"
+        deadline = f" (deadline {clock_time(spec.deadline)})" if spec.deadline else ""
+        return f"draining {_runners(runners)}{deadline}"
     return "deleting old scale set"
+
+
+def _creating_text(spec: SpecReport) -> str:
+    """The new scale set is being created, or waits for the grace or for a runner online."""
+    if spec.serves_in is not None:
+        return f"handing over (new set serves in {_duration(spec.serves_in)})"
+    if spec.awaiting_runner_until is not None:
+        until = clock_time(spec.awaiting_runner_until)
+        return f"handing over (waiting for a runner of the new set until {until})"
+    return "starting new scale set" if spec.predecessors else "creating"
+
+
+def clock_time(moment: datetime.datetime) -> str:
+    """Return `14:05 UTC`: the absolute time operators compare with their clock."""
+    return moment.astimezone(datetime.UTC).strftime("%H:%M UTC")
+
+
+def _duration(seconds: float) -> str:
+    whole = max(1, int(seconds + 0.999))
+    return f"{whole}s" if whole < 120 else f"{(whole + 59) // 60}m"
 
 
 def _orphans_text(orphans: list[PredecessorReport]) -> str:
@@ -162,8 +298,9 @@ def _orphans_text(orphans: list[PredecessorReport]) -> str:
     return f"{text} ({_runners(runners)} draining)" if runners else text
 
 
-def _names(names: list[str]) -> str:
-    return ", ".join(repr(name) for name in names)
+def cut(text: str, length: int) -> str:
+    """Return `text`, or its first `length` characters ending in '...' when it is longer."""
+    return text if len(text) <= length else text[: max(0, length - 3)].rstrip() + "..."
 
 
 def _runners(count: int) -> str:

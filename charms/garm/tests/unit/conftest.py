@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from pathlib import Path
 
 import pytest
+from fake_systemctl import FakeSystemctl, install_fake_systemctl
 from garm_fake import FakeGarm
 from ops import testing
 from pytest_httpserver import HTTPServer
 from workload_double import RecordingWorkload
 
 import charm
+from reconcile_tick import ReconcileTick, TickPaths
 
 
 @pytest.fixture
@@ -28,6 +31,25 @@ def garm(httpserver: HTTPServer) -> FakeGarm:
     fake = FakeGarm()
     fake.install(httpserver)
     return fake
+
+
+@dataclasses.dataclass(frozen=True)
+class TickMachine:
+    """The reconcile tick's timer under a temporary root, and the fake systemctl it drives."""
+
+    tick: ReconcileTick
+    systemctl: FakeSystemctl
+
+
+@pytest.fixture(autouse=True)
+def tick_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TickMachine:
+    """The charm's reconcile tick on a temporary root: no test ever touches the real systemd."""
+    machine = TickMachine(
+        ReconcileTick(TickPaths(tmp_path / "tick-root")),
+        install_fake_systemctl(tmp_path / "tick-bin", monkeypatch),
+    )
+    monkeypatch.setattr(charm, "ReconcileTick", lambda: machine.tick)
+    return machine
 
 
 @pytest.fixture

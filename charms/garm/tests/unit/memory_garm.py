@@ -12,8 +12,10 @@ running/error/pending_delete/pending_force_delete. `tick()` is GARM's worker: id
 `min(min_idle + desired, max)` while enabled, idle runners above it removed, busy runners kept.
 
 Faults: `refuse` (the next calls of an operation answer 400 or 500), `outage` (every call raises
-`GarmUnreachable`), `keep_deletes` (a DELETE answers 200, the set stays: garm-behaviour B15),
-`drop_labels` (labels GARM/GitHub silently drops at creation).
+`GarmUnreachable`), `keep_deletes` (DELETE answers 200 and keeps the scale set, garm-behaviour B15),
+`drop_labels` (labels GARM/GitHub silently drops at creation), `stuck_boots` (new runners never
+come online: a broken image or flavor), `github_leftovers` (names GitHub still holds a scale set
+of, so creating one answers 409 "already exists in runner group").
 """
 
 from __future__ import annotations
@@ -129,6 +131,9 @@ class MemoryGarm:
         self.outage = False
         self.keep_deletes = False
         self.drop_labels: set[str] = set()
+        self.stuck_boots = False
+        # Names GitHub still holds a runner scale set of, unknown to GARM (GARM's retry race).
+        self.github_leftovers: set[str] = set()
         self.deletes_refused_with_runners: list[str] = []
         self.deletes_refused_enabled: list[str] = []
         self.forced: list[tuple[str, int, datetime.datetime, str]] = []
@@ -193,7 +198,7 @@ class MemoryGarm:
         for name, runner in list(self.runners.items()):
             if runner.status in ("pending_delete", "pending_force_delete"):
                 del self.runners[name]
-            elif runner.status == "pending_create":
+            elif runner.status == "pending_create" and not self.stuck_boots:
                 runner.status = "running"
         for row in self.rows.values():
             self._scale(row)
@@ -255,6 +260,13 @@ class MemoryGarm:
             raise GarmServerError("create scale set", 500, "Internal Server Error", "")
         if any(r.name == params.name and r.entity_id == entity_id for r in self.rows.values()):
             raise GarmConflict("create scale set", 409, "Conflict", "scale set exists")
+        if params.name in self.github_leftovers:
+            raise GarmConflict(
+                "create scale set",
+                409,
+                "Conflict",
+                f"runner scale set {params.name} already exists in runner group Default",
+            )
         labels = [label for label in params.labels if label.lower() not in self.drop_labels]
         row = _Row(
             id=next(self._ids),

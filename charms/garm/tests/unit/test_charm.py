@@ -502,7 +502,7 @@ def test_postgresql_with_a_garm_that_lacks_it_is_blocked_and_keeps_sqlite(
 
     assert out.unit_status == ops.BlockedStatus(
         "database: GARM v0.2.1 has no PostgreSQL backend; attach a garm-binary built after "
-        "v0.2.1, or remove the database relation"
+        "v0.2.1 or remove the relation"
     )
     assert "apply" not in workload.calls
     assert "stop" not in workload.calls

@@ -79,6 +79,24 @@ def leader_state(
     )
 
 
+def relabelled(
+    sim: GarmSim, resources: frozenset[testing.Resource], app_key: str
+) -> tuple[testing.Context[charm.GarmCharm], testing.State]:
+    """`small` served with linux,x64, then its configurator publishes linux,x64,gpu.
+
+    Returns:
+        The context and the state whose relation-changed has not run yet.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    original = configurator(app_key)
+    served = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, original))
+    changed = configurator(app_key, labels=("linux", "x64", "gpu"), secrets=original.secrets)
+    relation = dataclasses.replace(
+        next(iter(served.relations)), remote_app_data=changed.relation.remote_app_data
+    )
+    return ctx, dataclasses.replace(served, relations={relation})
+
+
 def garm_api_of(sim: GarmSim) -> GarmClient:
     """A client to look at what GARM holds, as the admin."""
     return GarmClient(sim.url, token=sim.token())
@@ -214,17 +232,9 @@ def test_label_change_creates_the_replacement_first(
     Act: the configurator publishes linux,x64,gpu.
     Assert: both generations exist, the old one still enabled; the status names the changeover.
     """
-    ctx = testing.Context(charm.GarmCharm)
-    original = configurator(app_key)
-    served = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, original))
-    changed = configurator(app_key, labels=("linux", "x64", "gpu"), secrets=original.secrets)
-    relation = dataclasses.replace(
-        next(iter(served.relations)), remote_app_data=changed.relation.remote_app_data
-    )
+    ctx, state = relabelled(sim, resources, app_key)
 
-    out = ctx.run(
-        ctx.on.relation_changed(relation), dataclasses.replace(served, relations={relation})
-    )
+    out = ctx.run(ctx.on.relation_changed(next(iter(state.relations))), state)
 
     old, new = sorted(garm_api_of(sim).list_scalesets(), key=lambda s: s.id)
     assert old.enabled
@@ -262,18 +272,12 @@ def test_list_scalesets_shows_each_changeover_and_its_runners(
 
     Act: run list-scalesets.
     Assert: both generations are listed with their runners; the changeover names the live
-    name, its phase and the predecessor still serving; nothing was written by the action.
+    name, its phase and the predecessor still serving, and each generation's labels, enabled
+    flag and runners; nothing was written by the action.
     """
-    ctx = testing.Context(charm.GarmCharm)
-    original = configurator(app_key)
-    served = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, original))
-    changed = configurator(app_key, labels=("linux", "x64", "gpu"), secrets=original.secrets)
-    relation = dataclasses.replace(
-        next(iter(served.relations)), remote_app_data=changed.relation.remote_app_data
-    )
-    state = ctx.run(
-        ctx.on.relation_changed(relation), dataclasses.replace(served, relations={relation})
-    )
+    ctx, relabelled_state = relabelled(sim, resources, app_key)
+    relation = next(iter(relabelled_state.relations))
+    state = ctx.run(ctx.on.relation_changed(relation), relabelled_state)
     writes = sim.write_count()
 
     ctx.run(ctx.on.action("list-scalesets"), state)
@@ -287,6 +291,14 @@ def test_list_scalesets_shows_each_changeover_and_its_runners(
     assert changeover["live-name"] in {row["name"] for row in rows}
     (predecessor,) = changeover["predecessors"]
     assert predecessor["runners"] == 1
+    live, old = changeover["generations"]
+    assert (live["name"], live["labels"], live["enabled"]) == (
+        changeover["live-name"],
+        ["gpu", "linux", "x64"],
+        True,
+    )
+    assert (old["phase"], old["labels"], old["enabled"]) == ("active", ["linux", "x64"], True)
+    assert sum(old["runners"].values()) == 1
     assert sim.write_count() == writes
 
 

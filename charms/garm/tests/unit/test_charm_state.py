@@ -23,10 +23,14 @@ def test_defaults_are_valid():
             "log-level": "info",
             "drain-timeout": "7h",
             "handover-grace": "60s",
+            "reconcile-interval": "1m",
+            "handover-timeout": "30m",
         }
     )
 
     assert config.port == 9997
+    assert config.reconcile_interval == datetime.timedelta(minutes=1)
+    assert config.handover_timeout == datetime.timedelta(minutes=30)
     assert config.drain_timeout == datetime.timedelta(hours=7)
     assert config.handover_grace == datetime.timedelta(seconds=60)
     assert config.base_url("10.1.2.3") == "http://10.1.2.3:9997"
@@ -58,6 +62,12 @@ def test_durations(text: str, expected: datetime.timedelta):
     assert parse_duration(text) == expected
 
 
+@pytest.mark.parametrize("text", ["0", "0s", "0m"])
+def test_zero_reconcile_interval_means_hooks_only(text: str):
+    """Arrange: a zero interval. Act: parse. Assert: accepted as zero (no tick)."""
+    assert parse_config({"reconcile-interval": text}).reconcile_interval == datetime.timedelta(0)
+
+
 @pytest.mark.parametrize(
     ("raw", "option"),
     [
@@ -70,6 +80,9 @@ def test_durations(text: str, expected: datetime.timedelta):
         ({"drain-timeout": "0s"}, "drain-timeout"),
         ({"drain-timeout": "1d"}, "drain-timeout"),
         ({"handover-grace": ""}, "handover-grace"),
+        ({"reconcile-interval": "1d"}, "reconcile-interval"),
+        ({"handover-timeout": "0"}, "handover-timeout"),
+        ({"reconcile-interval": ""}, "reconcile-interval"),
     ],
 )
 def test_bad_values_name_the_option(raw: dict[str, object], option: str):

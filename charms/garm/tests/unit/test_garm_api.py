@@ -594,3 +594,47 @@ def test_module_import_does_not_load_the_generated_client():
     ).stdout
 
     assert output.split() == ["False", "False"]
+
+
+def test_a_tick_loads_only_the_api_classes_it_calls(httpserver: HTTPServer):
+    """Arrange: a login answer and a recorded scale-set list; a fresh interpreter.
+
+    Act: log in and list scale sets, as a converged reconcile tick does.
+    Assert: of the generated API modules, only `login_api` and `scalesets_api` were loaded.
+    """
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    httpserver.expect_request("/api/v1/auth/login", method="POST").respond_with_json(
+        {"token": "new.jwt.token"}
+    )
+    serve(httpserver, "21_6b_list_repo_scalesets", "GET", "/api/v1/scalesets")
+    code = (
+        "import sys, garm_api\n"
+        f"client = garm_api.GarmClient({httpserver.url_for('/').rstrip('/')!r})\n"
+        "client.login('admin', 'pw')\n"
+        "client.list_scalesets()\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('garm_client.api.'))))\n"
+    )
+
+    output = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(garm_api.__file__).parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert output.split() == ["garm_client.api.login_api", "garm_client.api.scalesets_api"]
+
+
+def test_every_operation_the_client_calls_is_in_its_generated_class(client: GarmClient):
+    """Arrange: the operation table. Act: resolve each operation. Assert: each is a method."""
+    apis = client._apis()  # pyright: ignore[reportPrivateUsage]
+    operations = garm_api._ApiFacade._MODULES  # pyright: ignore[reportPrivateUsage]
+
+    resolved = {name: getattr(apis, name) for name in operations}
+
+    assert all(callable(method) for method in resolved.values())
+    with pytest.raises(AttributeError):
+        apis.no_such_operation  # noqa: B018

@@ -223,6 +223,8 @@ def test_marker_round_trips_and_ignores_foreign_extended_state():
         retired_at=listed("x").created_at,
         enabled_at=listed("x").updated_at,
         delete_failures=2,
+        delete_retry_at=listed("x").updated_at,
+        attempt=3,
     )
 
     assert parse_marker(marker.render()) == marker
@@ -231,3 +233,18 @@ def test_marker_round_trips_and_ignores_foreign_extended_state():
     assert parse_marker('{"logical": "small"}') is None
     assert parse_marker('{"managed-by": "garm-charm", "logical": 3}') is None
     assert parse_marker("[1, 2]") is None
+
+
+def test_a_further_attempt_has_a_distinct_name_in_the_family_and_the_first_is_unchanged():
+    """Arrange: a spec. Act: name attempts 0, 1 and 2.
+
+    Assert: attempt 0 is the name as it always was; each further attempt differs, and all are
+    `<logical>-<8 hex>`, so they are in the spec's family.
+    """
+    spec = make_spec()
+
+    names = [live_name(spec, attempt=n) for n in range(3)]
+
+    assert names[0] == live_name(spec)
+    assert len(set(names)) == 3
+    assert all(re.fullmatch(r"small-[0-9a-f]{8}", name) for name in names)

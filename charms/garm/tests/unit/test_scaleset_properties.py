@@ -1,8 +1,10 @@
 """Properties of the scale-set changeover under random changes, traffic, faults and restarts.
 
 A hypothesis state machine drives reconcile passes against the in-memory GARM and checks after
-every step: no label gap, no delete of a scale set with runners (or enabled), no forced drain
-before its deadline, hand-made scale sets untouched; and, once inputs settle and faults stop,
+every step: no label gap, no hand-over before the replacement has a runner online, no delete of
+a scale set with runners (or enabled), no forced drain before its deadline, hand-made scale sets
+untouched; and, once inputs settle and faults stop (GitHub accepts every label again, though it
+keeps the leftover scale sets of GARM's race, whose names the charm then avoids),
 convergence to exactly the live scale sets within a bounded number of passes, after which a
 pass writes nothing.
 
@@ -26,13 +28,13 @@ from garm_models import EntityKind, normalise_labels
 from scaleset_marker import parse_marker
 from scaleset_naming import live_name
 from scaleset_plan import desired_create
-from scaleset_reconciler import reconcile
+from scaleset_reconciler import ReconcileReport, reconcile
 from scaleset_spec import ScalesetSpec
 
 LOGICAL = ("a", "b")
 LABEL_SETS = (("x64", "gpu"), ("arm64", "GPU"), ("gpu",), ("x64",), ("X64", "Linux"))
 OPERATIONS = ("create_scaleset", "update_scaleset", "delete_scaleset", "delete_instance")
-SETTLE_PASSES = 8
+SETTLE_PASSES = 12
 
 PROFILES = {
     "default": settings(
@@ -123,6 +125,18 @@ class ScalesetMachine(RuleBasedStateMachine):
         """GitHub (GHES without multi-label support) drops the `gpu` label at creation."""
         self.garm.drop_labels = {"gpu"} if on else set()
 
+    @rule(on=st.booleans())
+    def stuck_boots(self, on: bool) -> None:
+        """New runners never come online (a broken image or flavor), or boot again."""
+        self.garm.stuck_boots = on
+
+    @rule(logical=st.sampled_from(LOGICAL))
+    def github_leftover(self, logical: str) -> None:
+        """GitHub keeps a scale set of the name the spec's next create would use (GARM's race)."""
+        name = live_name(self._spec(logical))
+        if name not in self.garm.names():
+            self.garm.github_leftovers.add(name)
+
     @rule()
     def restart_garm(self) -> None:
         """GARM restarts: its database stays, refusals queued in memory are gone."""
@@ -153,6 +167,12 @@ class ScalesetMachine(RuleBasedStateMachine):
             assert self.garm.outage
         self._check_no_label_gap(before)
         self._check_handover_waited(enabled_before)
+
+    @rule()
+    def reconcile_tick(self) -> None:
+        """The leader's timer: a minute and its jitter later, the same pass as any hook."""
+        self.garm.advance(63)
+        self.reconcile_pass()
 
     @precondition(lambda self: self.passes > 0)
     @rule()
@@ -195,10 +215,15 @@ class ScalesetMachine(RuleBasedStateMachine):
     # Helpers -------------------------------------------------------------------------------
 
     def _specs(self) -> list[ScalesetSpec]:
-        return [
-            make_spec(n, self.labels[n], max_runners=self.max_runners[n], min_idle_runners=1)
-            for n in LOGICAL
-        ]
+        return [self._spec(n) for n in LOGICAL]
+
+    def _spec(self, logical: str) -> ScalesetSpec:
+        return make_spec(
+            logical,
+            self.labels[logical],
+            max_runners=self.max_runners[logical],
+            min_idle_runners=1,
+        )
 
     def _hand_made(self, name: str) -> int:
         params = desired_create(make_spec(name), name)
@@ -237,20 +262,47 @@ class ScalesetMachine(RuleBasedStateMachine):
                 )
 
     def _check_handover_waited(self, enabled_before: set[int]) -> None:
-        """A scale set is retired only once a replacement with all labels is past the grace."""
+        """A scale set is retired only once its replacement is ready.
+
+        Ready: all labels, past the grace, and (min-idle > 0 here) a runner online.
+        """
         garm = self.garm
         retired = {i for i in enabled_before if i in garm.rows and not garm.rows[i].enabled}
         for logical in LOGICAL:
             family = self._family(logical)
             if not retired & {row.id for row in family}:
                 continue
-            wanted = normalise_labels(self.labels[logical])
-            assert any(
-                row.enabled
-                and wanted <= self._labels(row)
-                and self._serving_since(row) + SETTINGS.handover_grace <= garm.now
-                for row in family
-            ), f"{logical}: retired before a replacement was ready"
+            for gone in (row for row in family if row.id in retired):
+                needed = self._needed_from_replacement(logical, gone)
+                assert any(
+                    row.enabled
+                    and needed <= self._labels(row)
+                    and self._serving_since(row) + SETTINGS.handover_grace <= garm.now
+                    and self._online(row)
+                    for row in family
+                ), f"{logical}: {gone.name} retired before a replacement was ready"
+
+    def _needed_from_replacement(self, logical: str, gone: Any) -> frozenset[str]:
+        """The labels a replacement must have before `gone` may be retired.
+
+        Every label wanted, except for an earlier attempt at the wanted labels that GitHub
+        dropped some of: a later attempt serving at least its labels may replace it.
+        """
+        wanted = normalise_labels(self.labels[logical])
+        marker = parse_marker(gone.extended_state)
+        attempt = marker.attempt if marker is not None else 0
+        if gone.name == live_name(self._spec(logical), attempt=attempt):
+            return self._labels(gone) & wanted
+        return frozenset(wanted)
+
+    def _online(self, row: Any) -> bool:
+        """Whether a runner of `row` is online (every spec here has min-idle 1)."""
+        return any(
+            runner.scaleset_id == row.id
+            and runner.status == "running"
+            and runner.runner_status in ("idle", "active")
+            for runner in self.garm.runners.values()
+        )
 
     def _serving_since(self, row: Any) -> datetime.datetime:
         marker = parse_marker(row.extended_state)
@@ -258,30 +310,39 @@ class ScalesetMachine(RuleBasedStateMachine):
             return max(row.created_at, marker.enabled_at)
         return row.created_at
 
+    def _until_next_step(self, report: ReconcileReport | None) -> float:
+        """A minute, or longer when a kept delete or a further attempt is put off."""
+        kept = [] if report is None else [p for s in report.specs for p in s.predecessors]
+        kept += [] if report is None else report.orphans
+        retries = [p.delete_retry_at for p in kept if p.delete_retry_at is not None]
+        if report is not None:
+            retries += [s.relabel_at for s in report.specs if s.relabel_at is not None]
+        if not retries:
+            return 61
+        return max(61, (min(retries) - self.garm.now).total_seconds() + 1)
+
     def _settle_and_check(self) -> None:
         garm = self.garm
         garm.outage = False
         garm.keep_deletes = False
         garm.refusals.clear()
         garm.drop_labels = set()
+        garm.stuck_boots = False
         for name in [n for n, r in garm.runners.items() if r.runner_status == "active"]:
             garm.finish_job(name)
         report = None
         for _ in range(SETTLE_PASSES):
-            garm.advance(61)
+            garm.advance(self._until_next_step(report))
             report = reconcile(
                 garm, self._specs(), now=garm.now, settings=SETTINGS, sweep_orphans=True
             )
             if report.converged:
                 break
         assert report is not None
-        wanted = {live_name(spec) for spec in self._specs()}
-        owned = {r.name for r in garm.rows.values() if r.id not in self.hand_made}
-        blocked = [s.logical for s in report.specs if s.phase.value == "blocked"]
-        if blocked:
-            # A label set GitHub dropped earlier stays dropped on its generation: not converged.
-            return
+        # Dropped labels recover by themselves through a further attempt: no spec stays blocked.
         assert report.converged, report
+        wanted = {spec.live_name for spec in report.specs}
+        owned = {r.name for r in garm.rows.values() if r.id not in self.hand_made}
         # Known limit: a generation created with labels GitHub dropped, whose marker write then
         # failed and whose spec changed before the next pass, cannot be told from a hand-made
         # one; it is left alone and every report names it.

@@ -13,7 +13,13 @@ from garm_api import GarmUnreachable
 from garm_models import ScaleSetUpdate
 from scaleset_marker import Marker, parse_marker
 from scaleset_naming import live_name
-from scaleset_reconciler import Phase, ReconcileReport, blocked_message, status_message
+from scaleset_reconciler import (
+    Phase,
+    ReconcileReport,
+    blocked_message,
+    retry_message,
+    status_message,
+)
 
 NEW_LABELS = ("x64", "gpu")
 
@@ -104,7 +110,7 @@ def test_predecessor_is_left_alone_within_the_handover_grace():
     assert garm.writes() == []
     assert report.spec("small").phase is Phase.CREATING
     assert report.spec("small").labels_changing
-    assert status_message(report) == "'small' labels changing: starting new scale set"
+    assert status_message(report) == "'small' labels changing: handing over (new set serves in 1s)"
 
 
 def test_handover_retires_each_predecessor_with_one_update():
@@ -167,7 +173,9 @@ def test_draining_waits_for_the_job_then_deletes():
     assert [(p.name, p.runners) for p in spec.predecessors] == [(old, 1)]
     assert spec.seconds_left == pytest.approx(6 * 3600)
     assert old in garm.names()
-    assert status_message(draining) == "'small' labels changing: draining 1 runner"
+    assert status_message(draining) == (
+        "'small' labels changing: draining 1 runner (deadline 05:52 UTC)"
+    )
     assert garm.deletes_refused_with_runners == []
 
     garm.finish_job(job)
@@ -228,29 +236,41 @@ def test_forcing_skips_runners_garm_cannot_remove_yet():
     assert report.spec("small").jobs_stopped == 0
 
 
-def test_delete_kept_by_garm_is_reported_retried_and_counted():
+def test_delete_kept_by_garm_is_retried_with_backoff_then_blocked():
     """Arrange: GARM answers 200 to deletes but keeps the scale set (C9).
 
-    Act: three passes. Assert: each reports the kept delete; the marker counts them; the
-    third says it failed repeatedly; when GARM recovers, the next pass deletes it.
+    Act: passes every 30 s for 8 minutes.
+    Assert: deletes are sent 1, 2 and 4 minutes apart, not at every pass; the marker counts
+    them; the first two wait (retrying at a given time), the third blocks saying what to do;
+    when GARM recovers, the next delete goes through.
     """
     garm = MemoryGarm()
     old, new = changeover_started(garm)
     garm.advance(60)
     run(garm, [make_spec(labels=NEW_LABELS)])
     garm.keep_deletes = True
+    garm.calls.clear()
 
     reports: list[ReconcileReport] = []
-    for _ in range(3):
-        garm.advance(1)
+    for _ in range(16):
+        garm.advance(30)
         reports.append(run(garm, [make_spec(labels=NEW_LABELS)]))
 
-    assert "retrying on the next pass" in reports[0].spec("small").errors[0]
-    assert "3 times in a row" in reports[2].spec("small").errors[0]
-    assert reports[2].spec("small").predecessors[0].delete_failures == 3
-    assert marker_of(garm, old).delete_failures == 3
+    deletes = [i for i, report in enumerate(reports) if report.spec("small").errors]
+    assert deletes == [0, 2, 6, 14]
+    first_retry = reports[0].spec("small").predecessors[0].delete_retry_at
+    assert first_retry is not None
+    assert retry_message(reports[0]) == (
+        "GARM kept the old scale set of 'small' after a delete; "
+        f"retrying at {first_retry:%H:%M} UTC"
+    )
+    assert blocked_message(reports[6]) == (
+        "GARM kept the old scale set of 'small' after 3 deletes: see its log"
+    )
+    assert blocked_message(reports[7]) == blocked_message(reports[6])
+    assert marker_of(garm, old).delete_failures == 4
     garm.keep_deletes = False
-    garm.advance(1)
+    garm.advance(8 * 60)
     run(garm, [make_spec(labels=NEW_LABELS)])
     assert garm.names() == {new}
 
@@ -427,7 +447,8 @@ def test_one_refusal_does_not_stop_other_specs_or_the_sweep():
     assert "HTTP 500" in report.spec("a").errors[0]
     assert report.spec("b").phase is Phase.CREATING
     assert not garm.by_name(live_name(make_spec("gone"))).enabled
-    assert "GARM refused changes to 'a'" in status_message(report)
+    assert retry_message(report) == "GARM failed to create 'a' (HTTP 500); retrying"
+    assert "'a'" not in status_message(report)
 
 
 def test_outage_stops_the_pass_at_once():
@@ -563,7 +584,9 @@ def test_several_predecessors_are_one_status_entry():
 
     report = run(garm, [make_spec(labels=("arm64",))])
 
-    assert status_message(report) == "'small' labels changing: draining 2 runners"
+    assert status_message(report) == (
+        "'small' labels changing: draining 2 runners (deadline 05:52 UTC)"
+    )
     assert len(report.spec("small").predecessors) == 2
 
 
@@ -587,6 +610,7 @@ def test_retired_generation_keeps_draining_while_a_newer_one_is_created():
     garm.advance(1)
     run(garm, [make_spec(labels=NEW_LABELS)])
     garm.keep_deletes = False
+    garm.advance(60)  # the kept delete is retried a minute later
 
     report = run(garm, [make_spec(labels=("arm64",))])
 

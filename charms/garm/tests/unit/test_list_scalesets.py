@@ -1,0 +1,85 @@
+"""The list-scalesets action's content (garm_objects.list_scalesets) against the in-memory GARM."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from memory_garm import MemoryGarm
+from scaleset_fixtures import SETTINGS, converge, make_spec, run
+
+from configurator_state import DesiredState
+from garm_objects import list_scalesets
+from scaleset_naming import live_name
+
+NEW_LABELS = ("x64", "gpu")
+
+
+def listing(garm: MemoryGarm, *specs: Any) -> list[dict[str, Any]]:
+    """The action's `changeovers` at GARM's time."""
+    desired = DesiredState(specs=specs)
+    listed = list_scalesets(
+        garm,  # pyright: ignore[reportArgumentType] - the scale-set calls are all it makes
+        desired,
+        now=garm.now,
+        settings=SETTINGS,
+    )
+    return listed.changeovers
+
+
+def test_a_draining_changeover_shows_each_generation_and_an_absolute_deadline():
+    """Arrange: `small` with one idle runner, a job on it; labels changed; old one retired.
+
+    Act: list.
+    Assert: the drain deadline is an absolute UTC time (retired-at + 7 h); the generations are
+    the live one (new labels, enabled) and the old one (old labels, disabled, 1 busy runner,
+    draining, with the deadline).
+    """
+    garm = MemoryGarm()
+    converge(garm, [make_spec(min_idle_runners=1)])
+    old = next(iter(garm.rows.values()))
+    assert garm.start_job(old.id) is not None
+    changed = make_spec(labels=NEW_LABELS, min_idle_runners=1)
+    run(garm, [changed])
+    garm.advance(61)
+    garm.tick()  # the new set's idle runner comes online
+    retired_at = garm.now
+    run(garm, [changed])
+
+    (small,) = listing(garm, changed)
+
+    deadline = (retired_at + datetime.timedelta(hours=7)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert small["phase"] == "draining"
+    assert small["deadline"] == deadline
+    live, previous = small["generations"]
+    assert live["name"] == live_name(changed)
+    assert live["labels"] == ["gpu", "x64"]
+    assert live["enabled"] is True
+    assert previous == {
+        "name": live_name(make_spec()),
+        "phase": "draining",
+        "labels": ["linux", "x64"],
+        "enabled": False,
+        "runners": {"idle": 0, "busy": 1},
+        "deadline": deadline,
+    }
+
+
+def test_waiting_for_the_grace_says_when_the_new_set_serves():
+    """Arrange: labels changed 20 s ago. Act: list.
+
+    Assert: `serves-in` is 40 s; the old generation still serves (phase active, enabled).
+    """
+    garm = MemoryGarm()
+    converge(garm, [make_spec()])
+    run(garm, [make_spec(labels=NEW_LABELS)])
+    garm.advance(20)
+
+    (small,) = listing(garm, make_spec(labels=NEW_LABELS))
+
+    assert small["serves-in"] == 40
+    assert small["deadline"] is None
+    assert [(g["phase"], g["enabled"]) for g in small["generations"]] == [
+        ("creating", True),
+        ("active", True),
+    ]

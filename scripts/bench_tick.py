@@ -1,0 +1,121 @@
+"""Measure what one converged reconcile tick costs as a fresh process, as a hook pays it.
+
+Like every hook, the reconcile tick is a fresh Python process every `reconcile-interval`: it
+imports the charm, logs in to GARM, lists the scale sets
+once and sets a status. This script runs that process against the GARM simulator holding 40
+converged scale sets, several times, and prints its wall time beside a bare `python -c pass`
+of the same run: the machine's speed varies, the ratio much less. Goal: at most 0.3 s.
+
+It also shows which generated API modules the tick loaded (only the ones it calls). No budget
+is enforced here: speed goals are read, not asserted.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SRC = ROOT / "charms/garm/src"
+LIB = ROOT / "charms/garm/lib"
+sys.path[:0] = [str(SRC), str(ROOT / "tests")]
+
+from garm_api import EntityKind, GarmClient  # noqa: E402  # pyright: ignore[reportMissingImports]
+from garm_sim import GarmSim  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler import reconcile  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_spec import EntityRef, ScalesetSpec  # noqa: E402  # pyright: ignore[reportMissingImports]
+
+SCALESETS = 40
+RUNS = 7
+GOAL_S = 0.3
+PROVIDER = "openstack-bench"
+
+# The tick's work, in a fresh interpreter: the charm's imports, then login, one pass, a status.
+TICK = """
+import datetime, sys, time
+start = time.perf_counter()
+import charm  # noqa: F401 - what dispatching the tick event imports
+from garm_api import EntityKind, GarmClient
+from scaleset_reconciler import reconcile, status_message
+from scaleset_spec import EntityRef, ScalesetSpec
+url, password, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+client = GarmClient(url)
+client.login("admin", password)
+specs = [
+    ScalesetSpec(name=f"set-{i}", entity=EntityRef(EntityKind.REPOSITORY, "bench/repo"),
+                 provider_name=sys.argv[4], labels=("linux", "x64"), image="ubuntu:24.04",
+                 flavor="small", max_runners=3)
+    for i in range(count)
+]
+report = reconcile(client, specs, now=datetime.datetime.now(datetime.UTC), sweep_orphans=True)
+status_message(report)
+apis = sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("garm_client.api."))
+print(report.requests, report.writes, time.perf_counter() - start, ",".join(apis))
+"""
+
+
+def main() -> int:
+    """Print the tick process's wall time, the bare interpreter's, and their ratio."""
+    with GarmSim([PROVIDER]) as sim:
+        password = _converged_garm(sim)
+        args = [sim.url, password, str(SCALESETS), PROVIDER]
+        _run([*_tick(), *args])  # warm-up: bytecode caches, as a deployed charm has them
+        bare = [_wall([sys.executable, "-c", "pass"]) for _ in range(RUNS)]
+        ticks = [_wall([*_tick(), *args]) for _ in range(RUNS)]
+        requests, writes, _, apis = _run([*_tick(), *args]).split()
+    tick, python = statistics.median(ticks), statistics.median(bare)
+    print(
+        f"converged tick over {SCALESETS} scale sets, fresh process: median {tick:.3f} s "
+        f"(best {min(ticks):.3f} s; goal <= {GOAL_S} s); bare python: median {python:.3f} s; "
+        f"ratio {tick / python:.1f}x"
+    )
+    print(f"  the tick made {requests} requests, {writes} writes; generated APIs loaded: {apis}")
+    return 0
+
+
+def _converged_garm(sim: GarmSim) -> str:
+    """Bootstrap the simulator with `SCALESETS` scale sets the charm made; return the password."""
+    sim.bootstrap()
+    sim.seed_entity("repository", name="repo", owner="bench")
+    client = GarmClient(sim.url, sim.token())
+    specs = [
+        ScalesetSpec(
+            name=f"set-{i}",
+            entity=EntityRef(EntityKind.REPOSITORY, "bench/repo"),
+            provider_name=PROVIDER,
+            labels=("linux", "x64"),
+            image="ubuntu:24.04",
+            flavor="small",
+            max_runners=3,
+        )
+        for i in range(SCALESETS)
+    ]
+    now = datetime.datetime.now(datetime.UTC)
+    reconcile(client, specs, now=now, sweep_orphans=True)
+    return sim.admin_password
+
+
+def _tick() -> list[str]:
+    return [sys.executable, "-c", TICK]
+
+
+def _run(command: list[str]) -> str:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{SRC}:{LIB}"}
+    return subprocess.run(
+        command, cwd=SRC, env=env, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def _wall(command: list[str]) -> float:
+    start = time.perf_counter()
+    _run(command)
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    sys.exit(main())
