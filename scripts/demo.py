@@ -47,6 +47,9 @@ OLD_LABELS = ("linux", "x64")
 NEW_LABELS = ("linux", "x64", "large")
 # One second past the charm's default handover-grace (60s).
 PAST_GRACE = 61.0
+# GARM learns that a job on a disabled (retired) scale set ended only at its periodic runner
+# consolidation, every 5 minutes.
+CONSOLIDATION = 300.0
 MAX_HOOKS = 12
 
 
@@ -88,6 +91,12 @@ def simulated() -> int:
         demo.hook("update-status", "the old one drains: its runner still runs the job")
         demo.phase("4. the job finishes")
         sim.finish_job(runner)
+        demo.hook("update-status", "a disabled set has no listener: GARM has not heard yet")
+        print(
+            f"   (clock +{CONSOLIDATION:.0f}s: GARM's consolidation finds the ephemeral runner "
+            "gone from GitHub)"
+        )
+        sim.advance(CONSOLIDATION)
         demo.run_until_converged()
         return demo.summary()
 

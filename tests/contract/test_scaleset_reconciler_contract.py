@@ -83,10 +83,12 @@ def test_label_change_with_a_running_job_finishes_it_on_the_old_generation(
 ):
     """Arrange: `small` converged with a job running on its runner.
 
-    Act: change the labels; passes a minute apart while the job runs; finish the job; passes.
+    Act: change the labels; passes a minute apart while the job runs; finish the job; passes
+    until GARM's consolidation (5 minutes) has noticed the ephemeral runner is gone.
     Assert: the new generation is created and serves; the old one is retired (disabled, 0/0)
-    but kept while the job runs, with the job's runner untouched; after the job ends the old
-    one is deleted and confirmed gone.
+    but kept while the job runs, with the job's runner untouched; it still drains until GARM
+    notices the end of the job (a disabled set has no listener to hear it), then it is deleted
+    and confirmed gone.
     """
     sim = garm.sim
     converge(client, sim, [make_spec()])
@@ -109,10 +111,13 @@ def test_label_change_with_a_running_job_finishes_it_on_the_old_generation(
 
     sim.finish_job(runner)
     sim.advance(1)
+    unseen = run(client, sim, [make_spec(labels=NEW_LABELS)])
+    sim.advance(300)
     run(client, sim, [make_spec(labels=NEW_LABELS)])
     sim.advance(1)
     done = run(client, sim, [make_spec(labels=NEW_LABELS)])
 
+    assert unseen.spec("small").phase is Phase.DRAINING
     assert names(sim) == {new}
     assert done.converged
 

@@ -211,6 +211,7 @@ def test_active_runners_are_never_scaled_down(garm: Garm):
     Assert: the idle runner goes, the active one stays until its job finishes.
     """
     garm.create_scaleset("jobs", enabled=True, min_idle_runners=2)
+    garm.sim.tick()  # the runners boot and report idle
     busy = garm.sim.start_job("jobs")
 
     garm.call(
@@ -233,6 +234,7 @@ def test_finished_job_runner_is_replaced(garm: Garm):
     like every runner GARM has created and no real runner has reported for yet.
     """
     garm.create_scaleset("ephemeral", enabled=True, min_idle_runners=1)
+    garm.sim.tick()  # the runners boot and report idle
     runner = garm.sim.start_job("ephemeral")
     during = garm.call("GET", "/instances").json
 
@@ -321,6 +323,7 @@ def test_finish_job_by_scaleset_name(garm: Garm):
     Assert: the busy runner is the one that finished; the idle one stays.
     """
     garm.create_scaleset("pair", enabled=True, min_idle_runners=2)
+    garm.sim.tick()  # the runners boot and report idle
     busy = garm.sim.start_job("pair")
 
     finished = garm.sim.finish_job("pair")

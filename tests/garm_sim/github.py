@@ -39,6 +39,9 @@ class GitHubBehaviour:
             answer 200 and keep the scale set.
         bad_credentials: GitHub refuses the credentials GARM holds.
         runner_groups: runner groups that exist at GitHub (org/enterprise lookups, renames).
+        runners_report: booted runners report to GARM (`installing`, then `idle`), as GARM's
+            install script makes them do; False stands for a broken image or flavor: they stay
+            `pending` and never take a job.
     """
 
     max_name_length: int | None = None
@@ -47,6 +50,7 @@ class GitHubBehaviour:
     delete_status: int = 204
     bad_credentials: bool = False
     runner_groups: set[str] = field(default_factory=lambda: {"Default"})
+    runners_report: bool = True
 
 
 class GitHubSide:

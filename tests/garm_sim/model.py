@@ -131,6 +131,9 @@ class Instance:
     # GARM sets `pending` at creation; only the runner itself (or GitHub listing it) moves it on.
     runner_status: str = "pending"
     provider_fault: bytes = b""
+    # When GitHub dropped the ephemeral runner after its job while no listener ran (a disabled
+    # scale set): GARM notices only at its next agents-list consolidation.
+    job_finished_ns: int | None = None
 
 
 @dataclass

@@ -1,9 +1,16 @@
 """GARM's scale-set worker, reduced to one deterministic pass (`tick`), plus a job API.
 
-A tick does, in order: finish pending deletions (rows vanish), finish booting runners whose boot
-time has passed, remove surplus idle runners, and create runners up to the target
+A tick does, in order: finish pending deletions (rows vanish), let booted runners report `idle`
+(GARM's runner install script does so on a real VM; a switch stands for a broken image), retire
+runners whose job ended unseen once GARM's consolidation would notice, finish booting runners
+whose boot time has passed, remove surplus idle runners, and create runners up to the target
 `min(min_idle_runners + desired_runner_count, max_runners)` for enabled scale sets whose
 provider exists. Active runners (running a job) are never scaled down.
+
+A job ends as GARM hears of it: through the scale set's message listener while the set is
+enabled (at once), and, for a disabled set, which has no listener, only when GARM's periodic
+consolidation finds the ephemeral runner gone from GitHub's agents list
+(`CONSOLIDATION_SECONDS`).
 """
 
 from __future__ import annotations
@@ -16,9 +23,11 @@ from garm_sim.model import DELETING_STATUSES, Instance, ScaleSet
 from garm_sim.state import SimState
 
 _NAME_ALPHABET = string.ascii_lowercase + string.digits
-# A runner GARM still calls `pending` (no real runner reported yet) can take a job here: the
-# simulator has no runner process to report `idle` first.
-_READY = ("pending", "idle")
+# GARM refuses a job for a runner that has not reported `idle` (pending -> active is not a
+# transition it allows).
+_READY = ("idle",)
+# How often GARM compares its runners with GitHub's agents list (its pool reap interval).
+CONSOLIDATION_SECONDS = 300
 _SCALABLE_DOWN = ("idle", "pending", "installing", "online", "offline", "unknown", "failed")
 
 
@@ -31,6 +40,8 @@ def tick(state: SimState, boot_seconds: float) -> None:
     """
     with state.lock:
         _finish_deletions(state)
+        _report_booted(state)
+        _consolidate(state)
         _finish_boots(state, boot_seconds)
         for scaleset in list(state.scalesets.values()):
             _scale(state, scaleset, boot_seconds)
@@ -60,11 +71,40 @@ def start_job(state: SimState, scaleset: ScaleSet) -> Instance:
 
 
 def finish_job(state: SimState, instance: Instance) -> None:
-    """End a runner's job: the ephemeral runner terminates and goes away at the next tick."""
+    """End a runner's job: the ephemeral runner terminates and goes away.
+
+    On an enabled scale set GARM hears `JobCompleted` at once and the runner goes at the next
+    tick; on a disabled one it stays `active` until the consolidation notices.
+    """
     with state.lock:
-        instance.runner_status = "terminated"
-        instance.status = "pending_delete"
-        instance.updated_at = state.clock.stamp()
+        scaleset = state.scalesets.get(instance.scaleset_id)
+        if scaleset is not None and not scaleset.enabled:
+            instance.job_finished_ns = state.clock.now_ns()
+            return
+        _terminate(state, instance)
+
+
+def _terminate(state: SimState, instance: Instance) -> None:
+    instance.runner_status = "terminated"
+    instance.status = "pending_delete"
+    instance.updated_at = state.clock.stamp()
+
+
+def _report_booted(state: SimState) -> None:
+    if not state.github.behaviour.runners_report:
+        return
+    for instance in state.instances.values():
+        if instance.status == "running" and instance.runner_status == "pending":
+            instance.runner_status = "idle"
+            instance.updated_at = state.clock.stamp()
+
+
+def _consolidate(state: SimState) -> None:
+    now_ns = state.clock.now_ns()
+    for instance in state.instances.values():
+        finished = instance.job_finished_ns
+        if finished is not None and now_ns - finished >= CONSOLIDATION_SECONDS * 1_000_000_000:
+            _terminate(state, instance)
 
 
 def _finish_deletions(state: SimState) -> None:

@@ -348,6 +348,7 @@ def test_removed_configurators_provider_stays_until_its_scale_set_is_gone(
     )
 
     sim.finish_job(job)
+    sim.advance(300)  # a disabled set: GARM hears of it at its 5-minute consolidation
     released = ctx.run(ctx.on.update_status(), draining)
 
     assert sim.state.scalesets == {}
@@ -380,6 +381,7 @@ def test_outage_never_removes_a_kept_provider(
     ctx = testing.Context(charm.GarmCharm)
     gone, job = configurator_removed_while_a_job_runs(ctx, sim, resources, app_key)
     sim.finish_job(job)
+    sim.advance(300)  # a disabled set: GARM hears of it at its 5-minute consolidation
 
     if outage == "refused":
         with sim.refusing_connections():
@@ -410,6 +412,7 @@ def test_refused_scaleset_listing_never_removes_a_kept_provider(
     ctx = testing.Context(charm.GarmCharm)
     gone, job = configurator_removed_while_a_job_runs(ctx, sim, resources, app_key)
     sim.finish_job(job)
+    sim.advance(300)  # a disabled set: GARM hears of it at its 5-minute consolidation
     sim.fault("status", method="GET", path="/api/v1/scalesets", status=500)
 
     out = ctx.run(ctx.on.update_status(), gone)
