@@ -22,6 +22,7 @@ import cos_agent
 from charm_state import (
     POSTGRESQL,
     SQLITE,
+    SWITCH_HOWTO,
     CharmConfig,
     InvalidConfigError,
     backend_switch_problem,
@@ -227,6 +228,7 @@ class GarmCharm(ops.CharmBase):
         backend = POSTGRESQL if database.postgres is not None else SQLITE
         problem = self._backend_problem(backend, client, creds)
         if problem is not None:
+            logger.warning("%s; how to switch GARM's database: %s", problem, SWITCH_HOWTO)
             return ops.BlockedStatus(problem)
         handover = self._take_over(sqlite=backend == SQLITE)
         if handover is not None:

@@ -130,6 +130,7 @@ def _option_name(location: tuple[int | str, ...]) -> str:
 
 SQLITE: Final = "sqlite3"
 POSTGRESQL: Final = "postgresql"
+# Too long for a status (120 characters): the charm logs it with the problem.
 SWITCH_HOWTO: Final = SWITCH_DATABASE
 
 
@@ -156,7 +157,7 @@ def backend_switch_problem(
         return None
     if recorded == SQLITE:
         return (
-            "GARM's data is in SQLite, which cannot move to PostgreSQL: remove the relation "
-            f"or see {SWITCH_HOWTO}"
+            "GARM's data is in SQLite, which cannot move to PostgreSQL: "
+            "remove the database relation"
         )
-    return f"GARM's data is in PostgreSQL: relate the database again, or see {SWITCH_HOWTO}"
+    return "GARM's data is in PostgreSQL: relate the database again"

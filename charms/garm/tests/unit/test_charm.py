@@ -585,8 +585,11 @@ def test_switch_to_postgresql_with_sqlite_data_blocks(
 
     out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
 
-    assert isinstance(out.unit_status, ops.BlockedStatus)
-    assert "docs/how-to/switch-database.md" in out.unit_status.message
+    assert out.unit_status == ops.BlockedStatus(
+        "GARM's data is in SQLite, which cannot move to PostgreSQL: remove the database relation"
+    )
+    logged = " ".join(line.message for line in ctx.juju_log)
+    assert "docs/how-to/switch-database.md" in logged
     assert "apply" not in workload.calls
     assert workload.backend == "sqlite3"
 

@@ -120,6 +120,5 @@ def test_backend_switch_rule(
 
     assert (problem is not None) is blocked
     if problem is not None:
-        assert problem.endswith(
-            "https://github.com/canonical/garm-operator/blob/main/docs/how-to/switch-database.md"
-        )
+        assert len(problem) <= 120
+        assert "database" in problem
