@@ -134,6 +134,32 @@ def test_published_data_reads_back_on_the_requirer_side(
     assert data.openstack.auth_url == "https://keystone.example:5000/v3"
 
 
+def test_runner_options_are_published_as_version_2(
+    ctx: testing.Context[GarmConfiguratorCharm],
+    valid_config: dict[str, Any],
+    secrets: list[testing.Secret],
+    garm: testing.Relation,
+):
+    """Arrange: valid config with a proxy and a pre-job script. Act: config-changed.
+
+    Assert: version 2 with the runner section, which the requirer reads back.
+    """
+    valid_config |= {
+        "image": "noble-x64",
+        "runner-http-proxy": "http://squid.internal:3128",
+        "pre-job-script": "echo ready",
+    }
+
+    state = ctx.run(ctx.on.config_changed(), _state(valid_config, secrets, [garm]))
+
+    databag = state.get_relation(garm.id).local_app_data
+    assert databag["version"] == "2"
+    runner = parse_app_data(databag).runner
+    assert runner.http_proxy == "http://squid.internal:3128"
+    assert runner.pre_job_script == "echo ready"
+    assert runner.aproxy_redirect_ports == ("80", "443")
+
+
 def test_image_relation_provides_the_image(
     ctx: testing.Context[GarmConfiguratorCharm],
     valid_config: dict[str, Any],
