@@ -112,6 +112,7 @@ def test_image_option_is_kept_as_override(valid_config: dict[str, Any], secret_r
         ("github-app-installation-id", None, "config 'github-app-installation-id' is not set"),
         ("github-app-installation-id", -5, "config 'github-app-installation-id' is invalid"),
         ("github-app-private-key", "", "config 'github-app-private-key' is not set: juju add"),
+        ("name", "small-", "config 'name' is invalid: must be 1-40 characters"),
         ("runner-http-proxy", "squid:3128", "config 'runner-http-proxy' is invalid: must be an"),
         ("aproxy-exclude-addresses", "10.0.0.0/8,x", "'aproxy-exclude-addresses' is invalid"),
         ("aproxy-exclude-addresses", "::1", "is invalid: must be IPv4 addresses or CIDRs"),

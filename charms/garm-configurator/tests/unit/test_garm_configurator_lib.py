@@ -166,6 +166,7 @@ def test_foreign_top_level_keys_are_ignored():
         ("scaleset", {"labels": ["A", "a"]}, "scaleset: labels must be unique, ignoring case"),
         ("scaleset", {"min_idle_runners": 5}, "scaleset: min_idle_runners must not exceed"),
         ("scaleset", {"name": "a&b=c"}, "scaleset.name: must be 1-40 characters"),
+        ("scaleset", {"name": "small-"}, "scaleset.name: must be 1-40 characters"),
         ("scaleset", {"name": None}, "scaleset.name: Input should be a valid string"),
         ("scaleset", {"os_type": "windows"}, "scaleset.os_type: Input should be 'linux'"),
         ("scaleset", {"os_arch": "x86"}, "scaleset.os_arch: Input should be 'amd64'"),

@@ -113,7 +113,9 @@ MAX_REPORTED_ERRORS: Final = 5
 OS_ARCHES: Final = ("amd64", "arm64", "arm", "s390x", "ppc64le")
 OsArch = Literal["amd64", "arm64", "arm", "s390x", "ppc64le"]
 
-_SCALESET_NAME_RE = re.compile(r"[a-z][a-z0-9-]*")
+# One rule on both sides: a letter first and no dash at the end, so that what the configurator
+# accepts is a name the garm charm can extend with "-<8 hex>" and recognise again.
+_SCALESET_NAME_RE = re.compile(r"[a-z](?:[a-z0-9-]*[a-z0-9])?")
 _LABEL_RE = re.compile(r"[A-Za-z0-9._-]+")
 _GITHUB_OWNER_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?")
 _GITHUB_REPO_RE = re.compile(r"[A-Za-z0-9._-]{1,100}")
@@ -142,7 +144,7 @@ def check_scaleset_name(value: str) -> str:
     if not 0 < len(value) <= SCALESET_NAME_MAX_LENGTH or not _SCALESET_NAME_RE.fullmatch(value):
         raise ValueError(
             f"must be 1-{SCALESET_NAME_MAX_LENGTH} characters of a-z, 0-9 and '-', "
-            "starting with a letter"
+            "starting with a letter and not ending with '-'"
         )
     return value
 
