@@ -21,6 +21,7 @@ import ops
 from charms.garm_configurator.v0 import garm_configurator as interface
 from garm_models import EntityKind
 from github_reconciler import EntityBinding, GithubApp
+from runner_template import RunnerConfig, extra_specs, template_name
 from scaleset_spec import EntityRef, ScalesetSpec
 from workload import OpenStackProvider
 
@@ -36,6 +37,7 @@ class DesiredState:
     bindings: tuple[EntityBinding, ...] = ()
     waiting: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    runner_templates: tuple[tuple[str, RunnerConfig], ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -55,6 +57,7 @@ def read_configurators(model: ops.Model, relations: Iterable[ops.Relation]) -> D
     bindings: list[EntityBinding] = []
     waiting: list[str] = []
     problems: list[str] = []
+    templates: list[tuple[str, RunnerConfig]] = []
     for relation in sorted(relations, key=lambda relation: relation.id):
         app_name = relation.app.name
         try:
@@ -71,8 +74,15 @@ def read_configurators(model: ops.Model, relations: Iterable[ops.Relation]) -> D
         specs.append(spec)
         providers.append(provider)
         bindings.append(binding)
+        if spec.template_name is not None:
+            templates.append((spec.template_name, runner_config(data.runner)))
     return DesiredState(
-        tuple(specs), tuple(providers), tuple(bindings), tuple(waiting), tuple(problems)
+        tuple(specs),
+        tuple(providers),
+        tuple(bindings),
+        tuple(waiting),
+        tuple(problems),
+        tuple(templates),
     )
 
 
@@ -83,6 +93,7 @@ def desired_from(
 ) -> tuple[ScalesetSpec, OpenStackProvider, EntityBinding]:
     """Turn one validated publication into a spec, its provider and its GitHub binding."""
     scaleset, openstack, app = data.scaleset, data.openstack, data.github_app
+    runner = runner_config(data.runner)
     kind = EntityKind.ORGANIZATION if scaleset.entity.kind == "org" else EntityKind.REPOSITORY
     entity = EntityRef(kind=kind, name=scaleset.entity.path)
     name = provider_name(app_name)
@@ -98,6 +109,8 @@ def desired_from(
         os_type=scaleset.os_type,
         os_arch=scaleset.os_arch,
         runner_group=scaleset.runner_group,
+        extra_specs=extra_specs(runner),
+        template_name=template_name(scaleset.name) if runner.needs_template() else None,
     )
     provider = OpenStackProvider(
         name=name,
@@ -119,3 +132,16 @@ def desired_from(
         ),
     )
     return spec, provider, binding
+
+
+def runner_config(options: interface.RunnerOptions) -> RunnerConfig:
+    """The runner options of one publication, as the runner templates take them."""
+    return RunnerConfig(
+        http_proxy=options.http_proxy,
+        aproxy_exclude_addresses=tuple(options.aproxy_exclude_addresses),
+        aproxy_redirect_ports=tuple(options.aproxy_redirect_ports),
+        dockerhub_mirror=options.dockerhub_mirror,
+        otel_collector_endpoint=options.otel_collector_endpoint,
+        pre_job_script=options.pre_job_script,
+        pre_install_scripts=tuple(sorted(options.pre_install_scripts.items())),
+    )

@@ -24,11 +24,17 @@ from scaleset_reconciler import (
     reconcile,
     status_message,
 )
+from template_reconciler import (
+    TemplateApi,
+    TemplateReport,
+    remove_unused_templates,
+    sync_templates,
+)
 
 logger = logging.getLogger(__name__)
 
 
-class GarmObjectsApi(GithubApi, ScalesetApi, Protocol):
+class GarmObjectsApi(GithubApi, ScalesetApi, TemplateApi, Protocol):
     """Every call the object reconcilers make (`garm_api.GarmClient` has them all)."""
 
 
@@ -49,27 +55,40 @@ def reconcile_objects(
     now: datetime.datetime,
     settings: ReconcileSettings,
 ) -> ObjectsOutcome:
-    """Run the GitHub pass, then the scale-set pass, and summarise both."""
+    """Run the GitHub pass, then the scale-set pass between the template steps; summarise."""
     github = reconcile_github(api, desired.bindings)
     for warning in github.warnings:
         logger.warning("%s", warning)
+    templates = sync_templates(api, dict(desired.runner_templates))
     report = reconcile(
         api, desired.specs, now=now, settings=settings, sweep_orphans=desired.complete
     )
+    if desired.complete:
+        wanted = frozenset(name for name, _ in desired.runner_templates)
+        cleanup = remove_unused_templates(api, wanted)
+        templates = dataclasses.replace(
+            templates, problems={**templates.problems, **cleanup.problems}
+        )
     return ObjectsOutcome(
-        blocked=_blocked(desired, github, report),
+        blocked=_blocked(desired, github, report, templates),
         waiting=_waiting(desired),
         active=status_message(report),
         report=report,
     )
 
 
-def _blocked(desired: DesiredState, github: GithubReport, report: ReconcileReport) -> str:
+def _blocked(
+    desired: DesiredState,
+    github: GithubReport,
+    report: ReconcileReport,
+    templates: TemplateReport,
+) -> str:
     refused = [
         f"{name}: {problem}"
         for name, problem in github.problems.items()
         if not problem.startswith("waiting for credentials")
     ]
+    refused += [f"template {name}: {problem}" for name, problem in templates.problems.items()]
     parts = [*desired.problems, *refused, blocked_message(report)]
     return "; ".join(part for part in parts if part)
 

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import ops
@@ -437,3 +438,61 @@ def test_readded_configurator_renders_its_provider_from_new_data(
     (provider,) = workload.applied[-1].providers
     assert provider.password == "a-New-openstack-pa55word"
     assert workload.applied[-1].kept_providers == ()
+
+
+def _with_runner_options(related: Configurator, runner: dict[str, Any]) -> Configurator:
+    """The same configurator, publishing schema version 2 with runner options."""
+    data = {**related.relation.remote_app_data, "version": "2", "runner": json.dumps(runner)}
+    relation = dataclasses.replace(related.relation, remote_app_data=data)
+    return Configurator(relation, related.secrets)
+
+
+def test_runner_options_become_a_template_and_extra_specs(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: GARM with v0.2.1's github_linux; a version-2 configurator with runner options.
+
+    (A Docker Hub mirror, a pre-job script and a pre-install script.)
+    Act: config-changed on the leader.
+    Assert: Active; GARM holds the template garm-charm-small and the scale set uses it, with
+    the operator's pre-install script in its extra_specs.
+    """
+    base = Path(__file__).parent / "runner_templates" / "github_linux-v0.2.1.tmpl"
+    system = next(t for t in sim.state.templates.values() if t.name == "github_linux")
+    system.data = base.read_bytes()
+    runner = {
+        "dockerhub_mirror": "https://mirror.internal",
+        "pre_job_script": "echo ready",
+        "pre_install_scripts": {"apt": "apt-get install -y jq"},
+    }
+    related = _with_runner_options(configurator(app_key), runner)
+    ctx = testing.Context(charm.GarmCharm)
+
+    out = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, related))
+
+    assert out.unit_status == ops.ActiveStatus("'small': creating")
+    (listed,) = garm_api_of(sim).list_scalesets()
+    scaleset = garm_api_of(sim).get_scaleset(listed.id)
+    assert scaleset.template_name == "garm-charm-small"
+    assert scaleset.extra_specs is not None
+    assert set(scaleset.extra_specs["pre_install_scripts"]) == {  # type: ignore[arg-type]
+        "01-garm-charm-dockerhub-mirror",
+        "50-apt",
+    }
+
+
+def test_a_system_template_without_the_install_step_blocks(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: the simulator's github_linux lacks GARM's install step; a pre-job script is set.
+
+    Act: config-changed. Assert: Blocked naming the template and how to restore GARM's.
+    """
+    related = _with_runner_options(configurator(app_key), {"pre_job_script": "echo ready"})
+    ctx = testing.Context(charm.GarmCharm)
+
+    out = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, related))
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert out.unit_status.message.startswith("template garm-charm-small: GARM's github_linux")
+    assert "garm-cli template restore" in out.unit_status.message
