@@ -13,7 +13,8 @@ from collections import Counter
 from typing import Any, Protocol
 
 from configurator_state import DesiredState
-from github_reconciler import GithubApi, GithubReport, reconcile_github
+from github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
+from github_reconciler import GithubReport, reconcile_github
 from scaleset_reconciler import (
     PredecessorReport,
     ReconcileReport,
@@ -34,7 +35,7 @@ from template_reconciler import (
 logger = logging.getLogger(__name__)
 
 
-class GarmObjectsApi(GithubApi, ScalesetApi, TemplateApi, Protocol):
+class GarmObjectsApi(GithubCleanupApi, ScalesetApi, TemplateApi, Protocol):
     """Every call the object reconcilers make (`garm_api.GarmClient` has them all)."""
 
 
@@ -63,14 +64,17 @@ def reconcile_objects(
     report = reconcile(
         api, desired.specs, now=now, settings=settings, sweep_orphans=desired.complete
     )
+    cleanup = CleanupReport()
     if desired.complete:
+        # Bottom-up, once nothing wants them: templates and GitHub objects after scale sets.
         wanted = frozenset(name for name, _ in desired.runner_templates)
-        cleanup = remove_unused_templates(api, wanted)
+        unused = remove_unused_templates(api, wanted)
         templates = dataclasses.replace(
-            templates, problems={**templates.problems, **cleanup.problems}
+            templates, problems={**templates.problems, **unused.problems}
         )
+        cleanup = remove_unused_github_objects(api, desired.bindings)
     return ObjectsOutcome(
-        blocked=_blocked(desired, github, report, templates),
+        blocked=_blocked(desired, github, report, templates, cleanup),
         waiting=_waiting(desired),
         active=status_message(report),
         report=report,
@@ -82,6 +86,7 @@ def _blocked(
     github: GithubReport,
     report: ReconcileReport,
     templates: TemplateReport,
+    cleanup: CleanupReport,
 ) -> str:
     refused = [
         f"{name}: {problem}"
@@ -89,6 +94,7 @@ def _blocked(
         if not problem.startswith("waiting for credentials")
     ]
     refused += [f"template {name}: {problem}" for name, problem in templates.problems.items()]
+    refused += [f"deleting {label}: {problem}" for label, problem in cleanup.problems.items()]
     parts = [*desired.problems, *refused, blocked_message(report)]
     return "; ".join(part for part in parts if part)
 
