@@ -19,6 +19,7 @@ from pathlib import Path
 import ops
 
 import cos_agent
+import debug_ssh
 from charm_state import (
     POSTGRESQL,
     SQLITE,
@@ -30,6 +31,7 @@ from charm_state import (
 from configurator_state import DesiredState, read_configurators
 from credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from database import Database, DatabaseState, DatabaseStatus
+from debug_ssh import read_debug_ssh
 from garm_api import (
     GarmApiError,
     GarmClient,
@@ -114,6 +116,8 @@ class GarmCharm(ops.CharmBase):
             self._database.requirer.on.endpoints_changed,
             self.on[CONFIGURATOR_RELATION].relation_changed,
             self.on[CONFIGURATOR_RELATION].relation_broken,
+            self.on[debug_ssh.RELATION].relation_changed,
+            self.on[debug_ssh.RELATION].relation_broken,
             self.on[PEER_RELATION].relation_changed,
             self.on[PEER_RELATION].relation_departed,
             self.on[cos_agent.RELATION_NAME].relation_joined,
@@ -203,7 +207,7 @@ class GarmCharm(ops.CharmBase):
         handover = self._take_over(sqlite=backend == SQLITE)
         if handover is not None:
             return handover
-        desired = read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION])
+        desired = self._desired()
         garm_config = self._garm_config(config, creds, database, proxy, desired, version=version)
         status = self._start(client, garm_config, backend) or self._bootstrap(
             client, config, creds
@@ -262,6 +266,13 @@ class GarmCharm(ops.CharmBase):
             logger.info("removing providers no scale set uses any more: %s", ", ".join(released))
             self._workload.apply(dataclasses.replace(garm, kept_providers=kept))
         return retention_message(kept, in_use)
+
+    def _desired(self) -> DesiredState:
+        """What the configurators ask for, with the debug-ssh relay for every scale set."""
+        relay = read_debug_ssh(self.model.relations[debug_ssh.RELATION])
+        debug_env = tuple(relay.env_entries().items()) if relay is not None else ()
+        relations = self.model.relations[CONFIGURATOR_RELATION]
+        return read_configurators(self.model, relations, debug_env)
 
     def _garm_config(
         self,
@@ -384,7 +395,7 @@ class GarmCharm(ops.CharmBase):
             client.login(creds.admin_username, creds.admin_password)
             listing = list_scalesets(
                 client,
-                read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION]),
+                self._desired(),
                 now=datetime.datetime.now(datetime.UTC),
                 settings=ReconcileSettings(
                     handover_grace=config.handover_grace, drain_timeout=config.drain_timeout

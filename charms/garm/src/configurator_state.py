@@ -50,8 +50,15 @@ def provider_name(app_name: str) -> str:
     return f"openstack-{app_name}"
 
 
-def read_configurators(model: ops.Model, relations: Iterable[ops.Relation]) -> DesiredState:
-    """Read each relation's publication and its secrets; never raise for bad remote data."""
+def read_configurators(
+    model: ops.Model,
+    relations: Iterable[ops.Relation],
+    debug_env: tuple[tuple[str, str], ...] = (),
+) -> DesiredState:
+    """Read each relation's publication and its secrets; never raise for bad remote data.
+
+    `debug_env` (the debug-ssh relay's variables) goes to every scale set's runner template.
+    """
     specs: list[ScalesetSpec] = []
     providers: list[OpenStackProvider] = []
     bindings: list[EntityBinding] = []
@@ -70,12 +77,12 @@ def read_configurators(model: ops.Model, relations: Iterable[ops.Relation]) -> D
             logger.warning("garm-configurator %s: %s", app_name, error)
             problems.append(f"{app_name}: {error}")
             continue
-        spec, provider, binding = desired_from(app_name, data, secrets)
+        spec, provider, binding = desired_from(app_name, data, secrets, debug_env)
         specs.append(spec)
         providers.append(provider)
         bindings.append(binding)
         if spec.template_name is not None:
-            templates.append((spec.template_name, runner_config(data.runner)))
+            templates.append((spec.template_name, runner_config(data.runner, debug_env)))
     return DesiredState(
         tuple(specs),
         tuple(providers),
@@ -90,10 +97,11 @@ def desired_from(
     app_name: str,
     data: interface.GarmConfiguratorData,
     secrets: interface.ConfiguratorSecrets,
+    debug_env: tuple[tuple[str, str], ...] = (),
 ) -> tuple[ScalesetSpec, OpenStackProvider, EntityBinding]:
     """Turn one validated publication into a spec, its provider and its GitHub binding."""
     scaleset, openstack, app = data.scaleset, data.openstack, data.github_app
-    runner = runner_config(data.runner)
+    runner = runner_config(data.runner, debug_env)
     kind = EntityKind.ORGANIZATION if scaleset.entity.kind == "org" else EntityKind.REPOSITORY
     entity = EntityRef(kind=kind, name=scaleset.entity.path)
     name = provider_name(app_name)
@@ -134,7 +142,9 @@ def desired_from(
     return spec, provider, binding
 
 
-def runner_config(options: interface.RunnerOptions) -> RunnerConfig:
+def runner_config(
+    options: interface.RunnerOptions, debug_env: tuple[tuple[str, str], ...] = ()
+) -> RunnerConfig:
     """The runner options of one publication, as the runner templates take them."""
     return RunnerConfig(
         http_proxy=options.http_proxy,
@@ -144,4 +154,5 @@ def runner_config(options: interface.RunnerOptions) -> RunnerConfig:
         otel_collector_endpoint=options.otel_collector_endpoint,
         pre_job_script=options.pre_job_script,
         pre_install_scripts=tuple(sorted(options.pre_install_scripts.items())),
+        debug_env=debug_env,
     )

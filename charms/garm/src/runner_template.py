@@ -60,6 +60,7 @@ class RunnerConfig:
         otel_collector_endpoint: where the runner's collector exports (OTLP over HTTP).
         pre_job_script: bash run before each job; empty for none.
         pre_install_scripts: (name, bash) pairs run as root before the runner is installed.
+        debug_env: `.env` entries of the debug-ssh relay (`debug_ssh`), for every scale set.
     """
 
     http_proxy: str | None = None
@@ -69,10 +70,16 @@ class RunnerConfig:
     otel_collector_endpoint: str | None = None
     pre_job_script: str = ""
     pre_install_scripts: tuple[tuple[str, str], ...] = ()
+    debug_env: tuple[tuple[str, str], ...] = ()
 
     def needs_template(self) -> bool:
         """Whether the runners need more than `github_linux`: a job hook or `.env` entries."""
-        return bool(self.dockerhub_mirror or self.otel_collector_endpoint or self.pre_job_script)
+        return bool(
+            self.dockerhub_mirror
+            or self.otel_collector_endpoint
+            or self.pre_job_script
+            or self.debug_env
+        )
 
     def needs_hook(self) -> bool:
         """Whether a pre-job hook runs before each job."""
@@ -168,6 +175,7 @@ def env_entries(config: RunnerConfig) -> dict[str, str]:
         entries["CONTAINER_REGISTRY_URL"] = config.dockerhub_mirror
     if config.otel_collector_endpoint:
         entries["OTEL_EXPORTER_OTLP_ENDPOINT"] = LOCAL_OTLP_HTTP
+    entries.update(config.debug_env)
     return entries
 
 

@@ -54,6 +54,14 @@ CASES = {
     "pre-install-scripts": RunnerConfig(
         pre_install_scripts=(("10-apt", "apt-get install -y jq\n"), ("00-first", "true\n"))
     ),
+    "debug-ssh": RunnerConfig(
+        debug_env=(
+            ("TMATE_SERVER_HOST", "tmate.internal"),
+            ("TMATE_SERVER_PORT", "10022"),
+            ("TMATE_SERVER_RSA_FINGERPRINT", "SHA256:" + "r" * 43),
+            ("TMATE_SERVER_ED25519_FINGERPRINT", "SHA256:" + "e" * 43),
+        )
+    ),
     "combined": RunnerConfig(
         http_proxy=PROXY,
         aproxy_exclude_addresses=("10.0.0.0/8",),
