@@ -215,7 +215,7 @@ def test_hand_made_templates_are_never_touched(garm: Garm, client: GarmClient):
     synced = sync_templates(client, {NAME: CONFIG})
     removed = remove_unused_templates(client, frozenset())
 
-    assert "did not make" in synced.problems[NAME]
+    assert "not made by the charm" in synced.problems[NAME]
     assert charm_template(garm).data == b"#!/bin/bash\n"  # type: ignore[union-attr]
     assert removed.deleted == ()
     assert len([t for t in garm.sim.state.templates.values() if t.owner_id == "admin"]) == 2

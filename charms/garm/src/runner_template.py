@@ -136,9 +136,9 @@ def render_template(base: str, config: RunnerConfig) -> str:
         TemplateError: `base` lacks the step the additions go before.
     """
     if base.count(INSTALL_ANCHOR) != 1:
+        # Status text: short, with the fix.
         raise TemplateError(
-            f"GARM's {SYSTEM_TEMPLATE} template has no single {INSTALL_ANCHOR!r} step to add "
-            "the runner options before; restore it with `garm-cli template restore`"
+            f"{SYSTEM_TEMPLATE} lacks GARM's install step: garm-cli template restore"
         )
     before, after = base.split(INSTALL_ANCHOR)
     return before + install_block(config) + INSTALL_ANCHOR + after

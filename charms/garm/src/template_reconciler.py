@@ -99,10 +99,7 @@ def sync_templates(api: TemplateApi, wanted: Mapping[str, RunnerConfig]) -> Temp
     templates = {template.name: template for template in api.list_templates(os_type="linux")}
     base = _system_base(api, templates)
     if base is None:
-        problem = (
-            f"GARM has no system template {SYSTEM_TEMPLATE!r} to build runner templates from: "
-            "restore it with `garm-cli template restore`"
-        )
+        problem = f"GARM has no system template {SYSTEM_TEMPLATE}: garm-cli template restore"
         return TemplateReport(problems=dict.fromkeys(wanted, problem))
     problems: dict[str, str] = {}
     written: list[str] = []
@@ -129,10 +126,7 @@ def _sync_one(api: TemplateApi, existing: Template | None, name: str, data: byte
         logger.info("created runner template %s", name)
         return True
     if not is_charm_template(existing.name, existing.description, existing.owner_id):
-        raise TemplateError(
-            f"a template named {name!r} exists that the charm did not make: "
-            "rename or delete it so the charm can create its own"
-        )
+        raise TemplateError("exists but was not made by the charm: rename or delete it")
     if api.get_template(existing.id).data == data:
         return False
     api.update_template(existing.id, data=data)

@@ -495,8 +495,10 @@ def test_a_system_template_without_the_install_step_blocks(
     out = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, related))
 
     assert isinstance(out.unit_status, ops.BlockedStatus)
-    assert out.unit_status.message.startswith("template garm-charm-small: GARM's github_linux")
-    assert "garm-cli template restore" in out.unit_status.message
+    assert out.unit_status.message == (
+        "template garm-charm-small: github_linux lacks GARM's install step: "
+        "garm-cli template restore"
+    )
 
 
 RSA_FINGERPRINT = "SHA256:" + "R" * 43
