@@ -506,8 +506,8 @@ def test_version_2_without_runner_section_is_invalid():
         ({"aproxy_redirect_ports": []}, "runner.aproxy_redirect_ports: Tuple should have at"),
         ({"pre_job_script": "x" * 16385}, "runner.pre_job_script: must be at most 16384"),
         ({"pre_job_script": "a\x00b"}, "runner.pre_job_script: must be at most 16384"),
-        ({"pre_install_scripts": {"../x": "y"}}, "script names must be 1-64 characters"),
-        ({"pre_install_scripts": {".hidden": "y"}}, "script names must be 1-64 characters"),
+        ({"pre_install_scripts": {"../x": "y"}}, "script names must be 1-64 of A-Z"),
+        ({"pre_install_scripts": {".hidden": "y"}}, "script names must be 1-64 of A-Z"),
         (
             {"pre_install_scripts": {f"s{i}": "y" for i in range(9)}},
             "runner.pre_install_scripts: Dictionary should have at most 8 items",

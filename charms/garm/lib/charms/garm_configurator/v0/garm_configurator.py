@@ -345,8 +345,8 @@ def check_script_name(value: str) -> str:
     """
     if not 0 < len(value) <= SCRIPT_NAME_MAX_LENGTH or not _SCRIPT_NAME_RE.fullmatch(value):
         raise ValueError(
-            f"script names must be 1-{SCRIPT_NAME_MAX_LENGTH} characters of A-Z, a-z, 0-9, "
-            "'.', '_', '-', not starting with '.'"
+            f"script names must be 1-{SCRIPT_NAME_MAX_LENGTH} of A-Z a-z 0-9 . _ - "
+            "(not starting with .)"
         )
     return value
 
