@@ -7,12 +7,12 @@ while something still uses an object is retried on a later pass; hand-made objec
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterator
 
 import pytest
 
 from configurator_state import DesiredState
-from contract.test_github_reconciler_contract import pem_key
+from contract import test_github_reconciler_contract as reconciler_contract
+from contract.test_github_reconciler_contract import ORG, REPO, pem_key
 from garm_api import EntityKind, GarmClient
 from garm_objects import ObjectsOutcome, reconcile_objects
 from garm_sim import GarmSim
@@ -22,8 +22,9 @@ from scaleset_naming import live_name
 from scaleset_reconciler import ReconcileSettings
 from scaleset_spec import EntityRef, ScalesetSpec
 
-ORG = EntityRef(EntityKind.ORGANIZATION, "acme")
-REPO = EntityRef(EntityKind.REPOSITORY, "acme/widgets")
+# The GitHub reconciler's fixtures: a bootstrapped simulator and a client logged in to it.
+sim = reconciler_contract.sim
+client = reconciler_contract.client
 SETTINGS = ReconcileSettings(
     handover_grace=datetime.timedelta(seconds=60), drain_timeout=datetime.timedelta(hours=7)
 )
@@ -33,22 +34,6 @@ SETTINGS = ReconcileSettings(
 def app() -> GithubApp:
     """One App installation (generating keys is slow)."""
     return GithubApp(app_id=11, installation_id=22, private_key_pem=pem_key())
-
-
-@pytest.fixture
-def sim() -> Iterator[GarmSim]:
-    """A bootstrapped simulator with the provider `openstack`."""
-    with GarmSim(["openstack"]) as server:
-        server.bootstrap()
-        yield server
-
-
-@pytest.fixture
-def client(sim: GarmSim) -> GarmClient:
-    """A garm_api client logged in as the admin."""
-    client = GarmClient(sim.url, read_timeout=5)
-    client.login("admin", sim.admin_password)
-    return client
 
 
 def spec(entity: EntityRef = ORG) -> ScalesetSpec:

@@ -27,6 +27,13 @@ Config = dict[str, Any]
 JWT = "existing-jwt-secret-" + "k3J9xQ" * 6
 PASSPHRASE = "Xk3vQ9-rT7wLp2_Zm8Yc4NbH6sJd1FgA"
 PASSWORD = "existing-admin-Password-9fK2mQ"
+# The controller URLs the charm derives from external-url https://garm.example.com.
+CONTROLLER_URLS = {
+    "metadata_url": "https://garm.example.com/api/v1/metadata",
+    "callback_url": "https://garm.example.com/api/v1/callbacks",
+    "webhook_url": "https://garm.example.com/webhooks",
+    "agent_url": "https://garm.example.com/agent",
+}
 
 
 def bootstrap_secrets() -> list[testing.Secret]:
@@ -187,12 +194,7 @@ def test_existing_secrets_are_reused_and_bootstrap_is_idempotent(
     Act: config-changed. Assert: no new secret, no first-run, no PUT: only a login.
     """
     garm.admin = ("admin", PASSWORD)
-    garm.urls = {
-        "metadata_url": "https://garm.example.com/api/v1/metadata",
-        "callback_url": "https://garm.example.com/api/v1/callbacks",
-        "webhook_url": "https://garm.example.com/webhooks",
-        "agent_url": "https://garm.example.com/agent",
-    }
+    garm.urls = dict(CONTROLLER_URLS)
     state = testing.State(
         leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
     )
@@ -824,12 +826,7 @@ def _garm_set_password(garm: FakeGarm):
 
 def _bootstrapped_leader(garm: FakeGarm, resources: Resources, config: Config) -> testing.State:
     garm.admin = ("admin", PASSWORD)
-    garm.urls = {
-        "metadata_url": "https://garm.example.com/api/v1/metadata",
-        "callback_url": "https://garm.example.com/api/v1/callbacks",
-        "webhook_url": "https://garm.example.com/webhooks",
-        "agent_url": "https://garm.example.com/agent",
-    }
+    garm.urls = dict(CONTROLLER_URLS)
     return testing.State(
         leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
     )
