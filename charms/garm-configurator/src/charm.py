@@ -12,7 +12,7 @@ from charms.garm_configurator.v0.garm_configurator import (
     publish,
 )
 from configurator_config import ConfiguratorConfig, InvalidConfigError, load_config
-from image_relation import IMAGE_RELATION, image_from_relation
+from image_relation import IMAGE_RELATION, image_from_relation, share_cloud
 from juju_secrets import read_user_secret, secret_id, sync_app_secret
 
 logger = logging.getLogger(__name__)
@@ -41,11 +41,14 @@ class GarmConfiguratorCharm(ops.CharmBase):
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
         self._outcome: Ready | ops.StatusBase | None = None
+        # The valid config, also while waiting for an image: the image builder needs the cloud.
+        self._config: ConfiguratorConfig | None = None
         for event in (
             self.on.config_changed,
             self.on.upgrade_charm,
             self.on.leader_elected,
             self.on.secret_changed,
+            self.on[IMAGE_RELATION].relation_joined,
             self.on[IMAGE_RELATION].relation_changed,
             self.on[IMAGE_RELATION].relation_departed,
             self.on[IMAGE_RELATION].relation_broken,
@@ -61,6 +64,10 @@ class GarmConfiguratorCharm(ops.CharmBase):
 
     def _reconcile(self, _: ops.EventBase) -> None:
         outcome = self._evaluate()
+        if self._config is not None and share_cloud(
+            self.model, self._config.openstack, self._config.openstack_password
+        ):
+            logger.info("shared the OpenStack credentials with the image builder")
         if isinstance(outcome, Ready) and self.unit.is_leader():
             self._publish(outcome)
 
@@ -105,6 +112,7 @@ class GarmConfiguratorCharm(ops.CharmBase):
             more = len(error.problems) - 1
             suffix = f" (+{more} more in juju debug-log)" if more else ""
             return ops.BlockedStatus(f"{error.problems[0]}{suffix}")
+        self._config = config
         image = config.image_override or image_from_relation(self.model)
         if image is None:
             return ops.WaitingStatus(

@@ -5,16 +5,21 @@ tested directly. The field constraints come from the relation library, so what t
 accepts is exactly what the garm charm accepts.
 """
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, cast
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from charms.garm_configurator.v0.garm_configurator import (
+    DEFAULT_REDIRECT_PORTS,
     GITHUB_APP_PRIVATE_KEY_KEY,
+    MAX_EXCLUDED_ADDRESSES,
     MAX_LABELS,
+    MAX_PRE_INSTALL_SCRIPTS,
+    MAX_REDIRECT_PORTS,
     MAX_RUNNERS_LIMIT,
     OPENSTACK_PASSWORD_KEY,
     AuthUrl,
@@ -23,15 +28,21 @@ from charms.garm_configurator.v0.garm_configurator import (
     GitHubEntity,
     GitHubId,
     GitHubOwner,
+    HttpUrl,
     ImageId,
+    Ipv4Target,
     Label,
     OpenStackName,
     OpenStackProvider,
     OsArch,
+    PortRange,
     RegionName,
     RunnerGroup,
+    RunnerOptions,
     ScaleSet,
     ScaleSetName,
+    Script,
+    ScriptName,
     check_github_owner,
     check_github_repo_name,
     check_password,
@@ -60,6 +71,13 @@ OPTIONS: Final = (
     "github-app-id",
     "github-app-installation-id",
     "github-app-private-key",
+    "runner-http-proxy",
+    "aproxy-exclude-addresses",
+    "aproxy-redirect-ports",
+    "dockerhub-mirror",
+    "otel-collector-endpoint",
+    "pre-job-script",
+    "pre-install-scripts",
 )
 
 # How to fix an option that is not set: "config '<option>' is not set: <hint>".
@@ -170,6 +188,7 @@ class ConfiguratorConfig:
         github_app_installation_id: the App installation's id.
         openstack_password: the OpenStack password.
         github_app_private_key: the App's PKCS#1 PEM private key.
+        runner: proxy, mirror, telemetry and job hooks for each runner.
     """
 
     scaleset: ScaleSetOptions
@@ -179,6 +198,7 @@ class ConfiguratorConfig:
     github_app_installation_id: int
     openstack_password: str = field(repr=False)
     github_app_private_key: str = field(repr=False)
+    runner: RunnerOptions = field(default_factory=RunnerOptions)
 
     def to_relation_data(
         self, *, image: str, password_secret_id: str, private_key_secret_id: str
@@ -203,6 +223,7 @@ class ConfiguratorConfig:
                 installation_id=self.github_app_installation_id,
                 private_key_secret_id=private_key_secret_id,
             ),
+            runner=self.runner,
         )
 
 
@@ -331,6 +352,15 @@ def _to_config(options: "_Options", secrets: Mapping[str, str]) -> ConfiguratorC
         github_app_installation_id=options.github_app_installation_id,
         openstack_password=secrets["openstack-password"],
         github_app_private_key=secrets["github-app-private-key"],
+        runner=RunnerOptions(
+            http_proxy=options.runner_http_proxy,
+            aproxy_exclude_addresses=options.aproxy_exclude_addresses,
+            aproxy_redirect_ports=options.aproxy_redirect_ports,
+            dockerhub_mirror=options.dockerhub_mirror,
+            otel_collector_endpoint=options.otel_collector_endpoint,
+            pre_job_script=options.pre_job_script,
+            pre_install_scripts=dict(options.pre_install_scripts),
+        ),
     )
 
 
@@ -357,6 +387,25 @@ def _split_labels(value: object) -> object:
             seen.add(label.casefold())
             labels.append(label)
     return tuple(labels)
+
+
+def _split_list(value: object) -> object:
+    if not isinstance(value, str):
+        return value
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def _parse_scripts(value: object) -> object:
+    # The original charm took a dict-like string; JSON is the unambiguous form of that.
+    if not isinstance(value, str):
+        return value
+    try:
+        scripts = json.loads(value)
+    except json.JSONDecodeError:
+        scripts = None
+    if not isinstance(scripts, dict):
+        raise ValueError('must be a JSON object of script name to bash, e.g. {"apt": "apt ..."}')
+    return cast("dict[object, object]", scripts)
 
 
 def _check_repo_path(value: str) -> str:
@@ -400,3 +449,22 @@ class _Options(BaseModel):
     github_app_id: GitHubId = Field(alias="github-app-id")
     github_app_installation_id: GitHubId = Field(alias="github-app-installation-id")
     github_app_private_key: str = Field(alias="github-app-private-key")
+    runner_http_proxy: HttpUrl | None = Field(default=None, alias="runner-http-proxy")
+    aproxy_exclude_addresses: Annotated[
+        tuple[Ipv4Target, ...],
+        BeforeValidator(_split_list),
+        Field(max_length=MAX_EXCLUDED_ADDRESSES),
+    ] = Field(default=(), alias="aproxy-exclude-addresses")
+    aproxy_redirect_ports: Annotated[
+        tuple[PortRange, ...],
+        BeforeValidator(_split_list),
+        Field(min_length=1, max_length=MAX_REDIRECT_PORTS),
+    ] = Field(default=DEFAULT_REDIRECT_PORTS, alias="aproxy-redirect-ports")
+    dockerhub_mirror: HttpUrl | None = Field(default=None, alias="dockerhub-mirror")
+    otel_collector_endpoint: HttpUrl | None = Field(default=None, alias="otel-collector-endpoint")
+    pre_job_script: Script = Field(default="", alias="pre-job-script")
+    pre_install_scripts: Annotated[
+        dict[ScriptName, Script],
+        BeforeValidator(_parse_scripts),
+        Field(max_length=MAX_PRE_INSTALL_SCRIPTS),
+    ] = Field(default_factory=dict[str, str], alias="pre-install-scripts")

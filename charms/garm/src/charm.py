@@ -19,6 +19,7 @@ from pathlib import Path
 import ops
 
 import cos_agent
+import debug_ssh
 from charm_state import (
     POSTGRESQL,
     SQLITE,
@@ -29,7 +30,9 @@ from charm_state import (
     parse_config,
 )
 from configurator_state import DesiredState, read_configurators
+from credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from database import Database, DatabaseState, DatabaseStatus
+from debug_ssh import read_debug_ssh
 from garm_api import (
     GarmApiError,
     GarmClient,
@@ -61,6 +64,7 @@ from workload import (
     ResourceError,
     Workload,
     WorkloadError,
+    garm_built_after_v0_2_1,
     garm_version_supports_postgresql,
 )
 
@@ -77,15 +81,19 @@ class JujuSecretStore:
         self._model = model
 
     def get(self, label: str) -> Mapping[str, str] | None:
-        """The secret's content, or None when it does not exist or is not readable."""
+        """The secret's latest content (a rotation may have just added a revision), or None."""
         try:
-            return self._model.get_secret(label=label).get_content()
+            return self._model.get_secret(label=label).get_content(refresh=True)
         except (ops.SecretNotFoundError, ops.ModelError):
             return None
 
     def create(self, label: str, content: Mapping[str, str]) -> None:
         """Create an app-owned secret (the leader's job)."""
         self._model.app.add_secret(dict(content), label=label, description="GARM bootstrap")
+
+    def update(self, label: str, content: Mapping[str, str]) -> None:
+        """Add a revision to an app-owned secret (the leader's job)."""
+        self._model.get_secret(label=label).set_content(dict(content))
 
 
 class ReconcileTickEvent(ops.EventBase):
@@ -124,6 +132,8 @@ class GarmCharm(ops.CharmBase):
             self._database.requirer.on.endpoints_changed,
             self.on[CONFIGURATOR_RELATION].relation_changed,
             self.on[CONFIGURATOR_RELATION].relation_broken,
+            self.on[debug_ssh.RELATION].relation_changed,
+            self.on[debug_ssh.RELATION].relation_broken,
             self.on[PEER_RELATION].relation_changed,
             self.on[PEER_RELATION].relation_departed,
             self.on[cos_agent.RELATION_NAME].relation_joined,
@@ -134,6 +144,7 @@ class GarmCharm(ops.CharmBase):
         framework.observe(self.on.remove, self._on_remove)
         framework.observe(self.on.get_credentials_action, self._on_get_credentials)
         framework.observe(self.on.list_scalesets_action, self._on_list_scalesets)
+        framework.observe(self.on.rotate_credentials_action, self._on_rotate_credentials)
         framework.observe(self.on.collect_unit_status, self._on_collect_unit_status)
         framework.observe(self.on.collect_app_status, self._on_collect_app_status)
 
@@ -233,7 +244,7 @@ class GarmCharm(ops.CharmBase):
         handover = self._take_over(sqlite=backend == SQLITE)
         if handover is not None:
             return handover
-        desired = read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION])
+        desired = self._desired()
         garm_config = self._garm_config(config, creds, database, proxy, desired, version=version)
         status = self._start(client, garm_config, backend) or self._bootstrap(
             client, config, creds
@@ -290,6 +301,13 @@ class GarmCharm(ops.CharmBase):
             logger.info("removing providers no scale set uses any more: %s", ", ".join(released))
             self._workload.apply(dataclasses.replace(garm, kept_providers=kept))
         return retention_message(kept, in_use)
+
+    def _desired(self) -> DesiredState:
+        """What the configurators ask for, with the debug-ssh relay for every scale set."""
+        relay = read_debug_ssh(self.model.relations[debug_ssh.RELATION])
+        debug_env = tuple(relay.env_entries().items()) if relay is not None else ()
+        relations = self.model.relations[CONFIGURATOR_RELATION]
+        return read_configurators(self.model, relations, debug_env)
 
     def _garm_config(
         self,
@@ -417,7 +435,7 @@ class GarmCharm(ops.CharmBase):
             client.login(creds.admin_username, creds.admin_password)
             listing = list_scalesets(
                 client,
-                read_configurators(self.model, self.model.relations[CONFIGURATOR_RELATION]),
+                self._desired(),
                 now=utc_now(),
                 settings=_reconcile_settings(config),
             )
@@ -431,6 +449,38 @@ class GarmCharm(ops.CharmBase):
                 "changeovers": json.dumps(listing.changeovers),
             }
         )
+
+    def _on_rotate_credentials(self, event: ops.ActionEvent) -> None:
+        """New JWT key (and admin password), then one reconcile: one restart, a new login."""
+        if not self.unit.is_leader():
+            event.fail("GARM runs on the leader only: juju run garm/leader rotate-credentials")
+            return
+        password = bool(event.params.get("admin-password", False))
+        if password and not garm_built_after_v0_2_1(self._workload.version()):
+            event.fail(
+                f"GARM {self._workload.version() or '(unknown version)'} cannot change its admin "
+                "password (no `garm admin`): attach a garm-binary built after v0.2.1"
+            )
+            return
+        try:
+            if password:
+                rotate_admin_password(self._secrets, self._reset_admin_password)
+            rotate_jwt_secret(self._secrets)
+        except RotationError as error:
+            event.fail(f"{error}; nothing else changed, run the action again")
+            return
+        self._reconcile(event)
+        status = self._status or ops.UnknownStatus()
+        rotated = "jwt-secret,admin-password" if password else "jwt-secret"
+        event.set_results({"rotated": rotated, "status": f"{status.name}: {status.message}"})
+        if not isinstance(status, ops.ActiveStatus):
+            event.fail(f"rotated {rotated}, but GARM is not active yet: {status.message}")
+
+    def _reset_admin_password(self, username: str, password: str) -> None:
+        try:
+            self._workload.reset_admin_password(username, password)
+        except WorkloadError as error:
+            raise RotationError(str(error)) from None
 
     def _on_collect_unit_status(self, event: ops.CollectStatusEvent) -> None:
         if self._status is not None:

@@ -21,6 +21,7 @@ import ops
 from charms.garm_configurator.v0 import garm_configurator as interface
 from garm_models import EntityKind
 from github_reconciler import EntityBinding, GithubApp
+from runner_template import RunnerConfig, extra_specs, template_name
 from scaleset_spec import EntityRef, ScalesetSpec
 from workload import OpenStackProvider
 
@@ -36,6 +37,7 @@ class DesiredState:
     bindings: tuple[EntityBinding, ...] = ()
     waiting: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    runner_templates: tuple[tuple[str, RunnerConfig], ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -48,13 +50,21 @@ def provider_name(app_name: str) -> str:
     return f"openstack-{app_name}"
 
 
-def read_configurators(model: ops.Model, relations: Iterable[ops.Relation]) -> DesiredState:
-    """Read each relation's publication and its secrets; never raise for bad remote data."""
+def read_configurators(
+    model: ops.Model,
+    relations: Iterable[ops.Relation],
+    debug_env: tuple[tuple[str, str], ...] = (),
+) -> DesiredState:
+    """Read each relation's publication and its secrets; never raise for bad remote data.
+
+    `debug_env` (the debug-ssh relay's variables) goes to every scale set's runner template.
+    """
     specs: list[ScalesetSpec] = []
     providers: list[OpenStackProvider] = []
     bindings: list[EntityBinding] = []
     waiting: list[str] = []
     problems: list[str] = []
+    templates: list[tuple[str, RunnerConfig]] = []
     for relation in sorted(relations, key=lambda relation: relation.id):
         app_name = relation.app.name
         try:
@@ -67,12 +77,19 @@ def read_configurators(model: ops.Model, relations: Iterable[ops.Relation]) -> D
             logger.warning("garm-configurator %s: %s", app_name, error)
             problems.append(f"{app_name}: {error}")
             continue
-        spec, provider, binding = desired_from(app_name, data, secrets)
+        spec, provider, binding = desired_from(app_name, data, secrets, debug_env)
         specs.append(spec)
         providers.append(provider)
         bindings.append(binding)
+        if spec.template_name is not None:
+            templates.append((spec.template_name, runner_config(data.runner, debug_env)))
     return DesiredState(
-        tuple(specs), tuple(providers), tuple(bindings), tuple(waiting), tuple(problems)
+        tuple(specs),
+        tuple(providers),
+        tuple(bindings),
+        tuple(waiting),
+        tuple(problems),
+        tuple(templates),
     )
 
 
@@ -80,9 +97,11 @@ def desired_from(
     app_name: str,
     data: interface.GarmConfiguratorData,
     secrets: interface.ConfiguratorSecrets,
+    debug_env: tuple[tuple[str, str], ...] = (),
 ) -> tuple[ScalesetSpec, OpenStackProvider, EntityBinding]:
     """Turn one validated publication into a spec, its provider and its GitHub binding."""
     scaleset, openstack, app = data.scaleset, data.openstack, data.github_app
+    runner = runner_config(data.runner, debug_env)
     kind = EntityKind.ORGANIZATION if scaleset.entity.kind == "org" else EntityKind.REPOSITORY
     entity = EntityRef(kind=kind, name=scaleset.entity.path)
     name = provider_name(app_name)
@@ -98,6 +117,8 @@ def desired_from(
         os_type=scaleset.os_type,
         os_arch=scaleset.os_arch,
         runner_group=scaleset.runner_group,
+        extra_specs=extra_specs(runner),
+        template_name=template_name(scaleset.name) if runner.needs_template() else None,
     )
     provider = OpenStackProvider(
         name=name,
@@ -119,3 +140,19 @@ def desired_from(
         ),
     )
     return spec, provider, binding
+
+
+def runner_config(
+    options: interface.RunnerOptions, debug_env: tuple[tuple[str, str], ...] = ()
+) -> RunnerConfig:
+    """The runner options of one publication, as the runner templates take them."""
+    return RunnerConfig(
+        http_proxy=options.http_proxy,
+        aproxy_exclude_addresses=tuple(options.aproxy_exclude_addresses),
+        aproxy_redirect_ports=tuple(options.aproxy_redirect_ports),
+        dockerhub_mirror=options.dockerhub_mirror,
+        otel_collector_endpoint=options.otel_collector_endpoint,
+        pre_job_script=options.pre_job_script,
+        pre_install_scripts=tuple(sorted(options.pre_install_scripts.items())),
+        debug_env=debug_env,
+    )

@@ -1,9 +1,10 @@
 """Bootstrap secrets and GARM's first-run, login and controller URLs. No ops imports.
 
 The secrets (JWT signing key, database passphrase, admin credentials) are generated once by the
-leader and kept in app-owned Juju secrets through a `SecretStore`; they are never regenerated,
-because a new passphrase would make GARM's encrypted data unreadable and a new JWT secret would
-invalidate every runner's token.
+leader and kept in app-owned Juju secrets through a `SecretStore`; they are never regenerated
+here, because a new passphrase would make GARM's encrypted data unreadable and a new JWT secret
+would invalidate every runner's token. Only the `rotate-credentials` action replaces the JWT
+secret and the admin password (`credential_rotation`, ADR 0010).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ ADMIN_LABEL: Final = "garm-admin-credentials"
 ADMIN_USERNAME: Final = "admin"
 ADMIN_EMAIL: Final = "admin@garm.local"
 PASSPHRASE_LENGTH: Final = 32
+PENDING_PASSWORD_KEY: Final = "pending-password"  # noqa: S105 - a content key, not a password
 # GARM opens its API within a second or two of starting (migrations included); a hook that just
 # restarted it waits this long before it bootstraps and reconciles, instead of leaving the rest
 # to the next hook, which may come minutes later.
@@ -68,6 +70,8 @@ class BootstrapSecrets:
     db_passphrase: str = dataclasses.field(repr=False)
     admin_username: str
     admin_password: str = dataclasses.field(repr=False)
+    # Set while a password rotation is half-way (credential_rotation): GARM may have either.
+    pending_admin_password: str = dataclasses.field(default="", repr=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +129,7 @@ def ensure_secrets(store: SecretStore) -> BootstrapSecrets:
         db_passphrase=passphrase["passphrase"],
         admin_username=admin["username"],
         admin_password=admin["password"],
+        pending_admin_password=admin.get(PENDING_PASSWORD_KEY, ""),
     )
 
 
@@ -140,6 +145,7 @@ def read_secrets(store: SecretStore) -> BootstrapSecrets | None:
         db_passphrase=passphrase["passphrase"],
         admin_username=admin["username"],
         admin_password=admin["password"],
+        pending_admin_password=admin.get(PENDING_PASSWORD_KEY, ""),
     )
 
 
@@ -243,6 +249,8 @@ def login(client: GarmClient, creds: BootstrapSecrets) -> bool:
     except GarmNotInitialised:
         pass
     except GarmUnauthorized:
+        if creds.pending_admin_password and _pending_login(client, creds):
+            return False
         raise BootstrapError(
             f"GARM refuses the admin credentials kept in the Juju secret; see {SWITCH_DATABASE}"
         ) from None
@@ -253,6 +261,16 @@ def login(client: GarmClient, creds: BootstrapSecrets) -> bool:
     except GarmConflict:
         logger.info("GARM was already initialised")
     client.login(creds.admin_username, creds.admin_password)
+    return True
+
+
+def _pending_login(client: GarmClient, creds: BootstrapSecrets) -> bool:
+    """Log in with the password a half-way rotation left pending, if GARM has it already."""
+    try:
+        client.login(creds.admin_username, creds.pending_admin_password)
+    except GarmUnauthorized:
+        return False
+    logger.warning("GARM has the new admin password: run rotate-credentials again to finish")
     return True
 
 

@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from configurator_state import DesiredState
 from garm_api import Instance, ScaleSet
-from github_reconciler import GithubApi, GithubReport, reconcile_github
+from github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
+from github_reconciler import GithubReport, reconcile_github
 from scaleset_reconciler import (
     PredecessorReport,
     ReconcileReport,
@@ -28,11 +29,17 @@ from scaleset_reconciler import (
     status_message,
 )
 from scaleset_report import SpecReport, fit
+from template_reconciler import (
+    TemplateApi,
+    TemplateReport,
+    remove_unused_templates,
+    sync_templates,
+)
 
 logger = logging.getLogger(__name__)
 
 
-class GarmObjectsApi(GithubApi, ScalesetApi, Protocol):
+class GarmObjectsApi(GithubCleanupApi, ScalesetApi, TemplateApi, Protocol):
     """Every call the object reconcilers make (`garm_api.GarmClient` has them all)."""
 
 
@@ -62,15 +69,25 @@ def reconcile_objects(
     now: datetime.datetime,
     settings: ReconcileSettings,
 ) -> ObjectsOutcome:
-    """Run the GitHub pass, then the scale-set pass, and summarise both."""
+    """Run the GitHub pass, then the scale-set pass between the template steps; summarise."""
     github = reconcile_github(api, desired.bindings)
     for warning in github.warnings:
         logger.warning("%s", warning)
+    templates = sync_templates(api, dict(desired.runner_templates))
     report = reconcile(
         api, desired.specs, now=now, settings=settings, sweep_orphans=desired.complete
     )
+    cleanup = CleanupReport()
+    if desired.complete:
+        # Bottom-up, once nothing wants them: templates and GitHub objects after scale sets.
+        wanted = frozenset(name for name, _ in desired.runner_templates)
+        unused = remove_unused_templates(api, wanted)
+        templates = dataclasses.replace(
+            templates, problems={**templates.problems, **unused.problems}
+        )
+        cleanup = remove_unused_github_objects(api, desired.bindings)
     return ObjectsOutcome(
-        blocked=_blocked(desired, github, report),
+        blocked=_blocked(desired, github, report, templates, cleanup),
         retrying=retry_message(report),
         waiting=_waiting(desired),
         active=status_message(report),
@@ -78,12 +95,20 @@ def reconcile_objects(
     )
 
 
-def _blocked(desired: DesiredState, github: GithubReport, report: ReconcileReport) -> str:
+def _blocked(
+    desired: DesiredState,
+    github: GithubReport,
+    report: ReconcileReport,
+    templates: TemplateReport,
+    cleanup: CleanupReport,
+) -> str:
     refused = [
         f"{name}: {problem}"
         for name, problem in github.problems.items()
         if not problem.startswith("waiting for credentials")
     ]
+    refused += [f"template {name}: {problem}" for name, problem in templates.problems.items()]
+    refused += [f"deleting {label}: {problem}" for label, problem in cleanup.problems.items()]
     return fit([*desired.problems, *refused, blocked_message(report)], "; ")
 
 

@@ -7,9 +7,9 @@ different fingerprint means the key was rotated and the credentials are updated 
 
 Entities (organizations, repositories) are matched case-insensitively, as GARM's duplicate check
 does. An entity is created with a random webhook secret because GARM insists on one even for
-scale sets, which use no webhooks. Nothing here deletes credentials or entities: GARM refuses to
-delete an entity with scale sets, and removing the last scale set is the scale-set reconciler's
-job; a leftover credentials object or entity costs nothing and loses nothing.
+scale sets, which use no webhooks. Nothing here deletes credentials or entities: that happens
+after the scale-set pass, bottom-up, in `github_cleanup` (GARM refuses to delete an entity that
+has scale sets, and credentials that an entity uses).
 """
 
 from __future__ import annotations

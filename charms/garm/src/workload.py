@@ -612,6 +612,36 @@ class Workload:
         """The backend GARM last ran with ("sqlite3", "postgresql"), or "" if it never ran."""
         return _read_text(self.paths.backend).strip()
 
+    def reset_admin_password(self, username: str, password: str) -> None:
+        """Set a GARM user's password in its database (`garm admin`, builds after v0.2.1).
+
+        Runs as GARM's user, so files the database opens stay GARM's. The password is on the
+        command line for the moment the command runs: `garm admin` takes it no other way.
+
+        Raises:
+            CommandError: the command failed; its output is not repeated (it may echo input).
+        """
+        result = self._run(
+            [
+                "runuser",
+                "-u",
+                SYSTEM_USER,
+                "--",
+                str(self.paths.garm_binary),
+                "admin",
+                "password-reset",
+                username,
+                "--new-password",
+                password,
+                "--config",
+                str(self.paths.config),
+            ]
+        )
+        if result.returncode != 0:
+            raise CommandError(
+                f"garm admin password-reset failed with exit status {result.returncode}"
+            )
+
     def record_backend(self, backend: str) -> None:
         """Remember which backend GARM now keeps its state in."""
         if self.recorded_backend() != backend:

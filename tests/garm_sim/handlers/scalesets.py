@@ -88,6 +88,16 @@ def update_scaleset(request: Request) -> Response:
     scaleset = state.scaleset(request.params["id"])
     body = request.body()
     changes = _requested_changes(scaleset, body, state.garm_version)
+    template_id = body.uint("template_id")
+    if template_id and template_id != scaleset.template_id:
+        # GARM applies a new template id after checking it fits the scale set's OS and forge.
+        template = state.templates.get(template_id)
+        if template is None or (template.os_type, template.forge_type) != (
+            scaleset.os_type,
+            "github",
+        ):
+            raise bad_request("template does not match the scale set's OS or forge")
+        changes["template_id"] = template_id
     _check_update(scaleset, changes)
     if "proxy_id" in changes:
         _check_proxy(state, body, "error updating scale set")

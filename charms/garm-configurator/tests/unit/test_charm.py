@@ -134,6 +134,32 @@ def test_published_data_reads_back_on_the_requirer_side(
     assert data.openstack.auth_url == "https://keystone.example:5000/v3"
 
 
+def test_runner_options_are_published_as_version_2(
+    ctx: testing.Context[GarmConfiguratorCharm],
+    valid_config: dict[str, Any],
+    secrets: list[testing.Secret],
+    garm: testing.Relation,
+):
+    """Arrange: valid config with a proxy and a pre-job script. Act: config-changed.
+
+    Assert: version 2 with the runner section, which the requirer reads back.
+    """
+    valid_config |= {
+        "image": "noble-x64",
+        "runner-http-proxy": "http://squid.internal:3128",
+        "pre-job-script": "echo ready",
+    }
+
+    state = ctx.run(ctx.on.config_changed(), _state(valid_config, secrets, [garm]))
+
+    databag = state.get_relation(garm.id).local_app_data
+    assert databag["version"] == "2"
+    runner = parse_app_data(databag).runner
+    assert runner.http_proxy == "http://squid.internal:3128"
+    assert runner.pre_job_script == "echo ready"
+    assert runner.aproxy_redirect_ports == ("80", "443")
+
+
 def test_image_relation_provides_the_image(
     ctx: testing.Context[GarmConfiguratorCharm],
     valid_config: dict[str, Any],
@@ -564,3 +590,51 @@ def _everything_visible(ctx: testing.Context[GarmConfiguratorCharm], state: test
         parts.append(json.dumps(dict(relation.local_app_data)))
         parts.append(json.dumps(dict(relation.local_unit_data)))
     return "\n".join(parts)
+
+
+def test_image_builder_gets_the_cloud_credentials_only_on_its_relation(
+    ctx: testing.Context[GarmConfiguratorCharm],
+    valid_config: dict[str, Any],
+    secrets: list[testing.Secret],
+    garm: testing.Relation,
+):
+    """Arrange: valid config, no image yet; related to garm and to an image builder.
+
+    Act: the image relation's relation-joined.
+    Assert: waiting for an image; this unit's image databag holds the interface's six
+    credential keys, password included; the garm relation still holds no password.
+    """
+    image = testing.Relation("image", remote_app_name="image-builder")
+
+    state = ctx.run(ctx.on.relation_joined(image), _state(valid_config, secrets, [garm, image]))
+
+    assert isinstance(state.unit_status, ops.WaitingStatus)
+    assert state.get_relation(image.id).local_unit_data == {
+        **state.get_relation(image.id).local_unit_data,
+        "auth_url": "https://keystone.example:5000/v3",
+        "username": "runner-bot",
+        "password": OPENSTACK_PASSWORD,
+        "project_name": "runners",
+        "user_domain_name": "Default",
+        "project_domain_name": "Default",
+    }
+    garm_data = json.dumps(dict(state.get_relation(garm.id).local_app_data))
+    assert OPENSTACK_PASSWORD not in garm_data
+
+
+def test_invalid_config_shares_nothing_with_the_image_builder(
+    ctx: testing.Context[GarmConfiguratorCharm],
+    valid_config: dict[str, Any],
+    secrets: list[testing.Secret],
+):
+    """Arrange: an invalid option; an image builder related. Act: config-changed.
+
+    Assert: blocked; nothing written for the image builder.
+    """
+    valid_config["flavor"] = ""
+    image = testing.Relation("image", remote_app_name="image-builder")
+
+    state = ctx.run(ctx.on.config_changed(), _state(valid_config, secrets, [image]))
+
+    assert isinstance(state.unit_status, ops.BlockedStatus)
+    assert "password" not in state.get_relation(image.id).local_unit_data

@@ -112,6 +112,19 @@ def test_image_option_is_kept_as_override(valid_config: dict[str, Any], secret_r
         ("github-app-installation-id", None, "config 'github-app-installation-id' is not set"),
         ("github-app-installation-id", -5, "config 'github-app-installation-id' is invalid"),
         ("github-app-private-key", "", "config 'github-app-private-key' is not set: juju add"),
+        ("name", "small-", "config 'name' is invalid: must be 1-40 characters"),
+        ("runner-http-proxy", "squid:3128", "config 'runner-http-proxy' is invalid: must be an"),
+        ("aproxy-exclude-addresses", "10.0.0.0/8,x", "'aproxy-exclude-addresses' is invalid"),
+        ("aproxy-exclude-addresses", "::1", "is invalid: must be IPv4 addresses or CIDRs"),
+        ("aproxy-redirect-ports", "80,70000", "'aproxy-redirect-ports' is invalid: must be"),
+        ("aproxy-redirect-ports", " , ", "is invalid: value should have at least 1"),
+        ("dockerhub-mirror", "mirror.internal", "config 'dockerhub-mirror' is invalid: must be"),
+        ("otel-collector-endpoint", "grpc://o:4317", "'otel-collector-endpoint' is invalid"),
+        ("pre-job-script", "x" * 16385, "config 'pre-job-script' is invalid: must be at most"),
+        ("pre-install-scripts", "[1]", "'pre-install-scripts' is invalid: must be a JSON object"),
+        ("pre-install-scripts", "{bad", "'pre-install-scripts' is invalid: must be a JSON"),
+        ("pre-install-scripts", '{"a/b": "x"}', "'pre-install-scripts' is invalid: script names"),
+        ("pre-install-scripts", '{"a": 1}', "'pre-install-scripts' is invalid: input should be"),
     ],
 )
 def test_each_option_names_itself_and_the_fix(
@@ -312,3 +325,62 @@ def test_every_problem_is_listed_in_option_order(secret_reader: Reader):
         "github-app-installation-id",
         "github-app-private-key",
     ]
+
+
+def test_runner_options_are_loaded_and_published(
+    valid_config: dict[str, Any], secret_reader: Reader
+):
+    """Arrange: every runner option set, with spaces around list items.
+
+    Act: load and build the relation data. Assert: trimmed, typed values in a version-2 databag.
+    """
+    valid_config |= {
+        "runner-http-proxy": "http://squid.internal:3128",
+        "aproxy-exclude-addresses": "10.0.0.0/8, 192.168.1.10",
+        "aproxy-redirect-ports": "80,443, 8000-9000",
+        "dockerhub-mirror": "https://mirror.internal",
+        "otel-collector-endpoint": "http://otel.internal:4318",
+        "pre-job-script": "echo hi",
+        "pre-install-scripts": '{"10-apt": "apt-get install -y jq"}',
+    }
+
+    config = load_config(valid_config, secret_reader)
+    databag = config.to_relation_data(
+        image="img", password_secret_id="secret:a", private_key_secret_id="secret:b"
+    ).to_databag()
+
+    assert config.runner.aproxy_exclude_addresses == ("10.0.0.0/8", "192.168.1.10")
+    assert config.runner.aproxy_redirect_ports == ("80", "443", "8000-9000")
+    assert config.runner.pre_install_scripts == {"10-apt": "apt-get install -y jq"}
+    assert databag["version"] == "2"
+    assert "squid.internal" in databag["runner"]
+
+
+def test_unset_runner_options_publish_version_1(
+    valid_config: dict[str, Any], secret_reader: Reader
+):
+    """Arrange: no runner option set. Act: load and serialise.
+
+    Assert: the default redirect ports, and a version-1 databag without a runner key.
+    """
+    config = load_config(valid_config, secret_reader)
+    databag = config.to_relation_data(
+        image="img", password_secret_id="secret:a", private_key_secret_id="secret:b"
+    ).to_databag()
+
+    assert config.runner.aproxy_redirect_ports == ("80", "443")
+    assert databag["version"] == "1"
+    assert "runner" not in databag
+
+
+def test_script_contents_are_never_echoed(valid_config: dict[str, Any], secret_reader: Reader):
+    """Arrange: a pre-install script with a bad name and a token in its body. Act: load.
+
+    Assert: the problem names the option, not the script's content.
+    """
+    valid_config["pre-install-scripts"] = '{"../evil": "TOKEN=ghp_leak"}'
+
+    problems = _problems(valid_config, secret_reader)
+
+    assert len(problems) == 1
+    assert "ghp_leak" not in problems[0]

@@ -74,11 +74,11 @@ def _invalid(databag: dict[str, str]) -> str:
 
 
 def test_lib_header_is_a_charm_library():
-    """Arrange: the library module. Act: read its header. Assert: LIBID, LIBAPI 0, LIBPATCH 1."""
+    """Arrange: the library module. Act: read its header. Assert: LIBID, LIBAPI 0, LIBPATCH 2."""
     assert len(lib.LIBID) == 32
     assert int(lib.LIBID, 16)
     assert lib.LIBAPI == 0
-    assert lib.LIBPATCH == 1
+    assert lib.LIBPATCH == 2
 
 
 def test_valid_databag_is_parsed():
@@ -112,7 +112,7 @@ def test_empty_databag_is_not_published_rather_than_invalid(databag: dict[str, s
         parse_app_data(databag)
 
 
-@pytest.mark.parametrize("version", ["0", "2", "", "v1", "1.0", "9" * 10_000])
+@pytest.mark.parametrize("version", ["0", "3", "", "v1", "1.0", "9" * 10_000])
 def test_unknown_version_is_refused(version: str):
     """Arrange: an unknown version. Act: parse. Assert: UnsupportedVersionError, bounded text."""
     with pytest.raises(UnsupportedVersionError) as caught:
@@ -166,6 +166,7 @@ def test_foreign_top_level_keys_are_ignored():
         ("scaleset", {"labels": ["A", "a"]}, "scaleset: labels must be unique, ignoring case"),
         ("scaleset", {"min_idle_runners": 5}, "scaleset: min_idle_runners must not exceed"),
         ("scaleset", {"name": "a&b=c"}, "scaleset.name: must be 1-40 characters"),
+        ("scaleset", {"name": "small-"}, "scaleset.name: must be 1-40 characters"),
         ("scaleset", {"name": None}, "scaleset.name: Input should be a valid string"),
         ("scaleset", {"os_type": "windows"}, "scaleset.os_type: Input should be 'linux'"),
         ("scaleset", {"os_arch": "x86"}, "scaleset.os_arch: Input should be 'amd64'"),
@@ -425,3 +426,122 @@ def _relation(model: ops.Model) -> ops.Relation:
     relation = model.get_relation("garm-configurator")
     assert relation is not None
     return relation
+
+
+# Schema version 2: the runner section.
+
+RUNNER: dict[str, Any] = {
+    "http_proxy": "http://squid.internal:3128",
+    "aproxy_exclude_addresses": ["10.0.0.0/8", "192.168.1.10"],
+    "aproxy_redirect_ports": ["80", "443", "8000-9000"],
+    "dockerhub_mirror": "https://mirror.internal:5000",
+    "otel_collector_endpoint": "http://otel.internal:4318",
+    "pre_job_script": "echo hello\n",
+    "pre_install_scripts": {"10-apt": "apt-get install -y jq\n"},
+}
+
+
+def test_version_2_databag_carries_the_runner_options():
+    """Arrange: a version-2 databag with a runner section. Act: parse. Assert: typed options."""
+    data = parse_app_data(_databag(version="2", runner=json.dumps(RUNNER)))
+
+    assert data.runner.http_proxy == "http://squid.internal:3128"
+    assert data.runner.aproxy_redirect_ports == ("80", "443", "8000-9000")
+    assert data.runner.pre_install_scripts == {"10-apt": "apt-get install -y jq\n"}
+    assert data.to_databag()["version"] == "2"
+    assert parse_app_data(data.to_databag()) == data
+
+
+def test_version_1_databag_reads_with_default_runner_options():
+    """Arrange: a version-1 databag, even with a stray runner key. Act: parse.
+
+    Assert: default runner options: version 1 has no runner section to read.
+    """
+    data = parse_app_data(_databag(runner=json.dumps(RUNNER)))
+
+    assert data.runner == lib.RunnerOptions()
+    assert data.runner.aproxy_redirect_ports == ("80", "443")
+
+
+def test_default_runner_options_publish_as_version_1():
+    """Arrange: data with default runner options. Act: serialise.
+
+    Assert: version 1 without a runner key, which a version-1-only garm charm reads.
+    """
+    databag = parse_app_data(_databag()).to_databag()
+
+    assert databag["version"] == "1"
+    assert "runner" not in databag
+
+
+def test_unknown_runner_fields_are_ignored_not_refused():
+    """Arrange: a version-2 runner section with a field this library does not know.
+
+    Act: parse. Assert: parsed; the known fields are kept and the unknown one dropped.
+    """
+    runner = RUNNER | {"future_option": "anything"}
+
+    data = parse_app_data(_databag(version="2", runner=json.dumps(runner)))
+
+    assert data.runner.dockerhub_mirror == "https://mirror.internal:5000"
+    assert "future_option" not in data.to_databag()["runner"]
+
+
+def test_version_2_without_runner_section_is_invalid():
+    """Arrange: version 2 and no runner key. Act: parse. Assert: invalid naming the key."""
+    assert _invalid(_databag(version="2")) == "'runner' is missing"
+
+
+@pytest.mark.parametrize(
+    ("patch", "expected"),
+    [
+        ({"http_proxy": "squid:3128"}, "runner.http_proxy: must be an http:// or https://"),
+        ({"dockerhub_mirror": "ftp://m"}, "runner.dockerhub_mirror: must be an http://"),
+        ({"otel_collector_endpoint": ""}, "runner.otel_collector_endpoint: must be an http"),
+        ({"aproxy_exclude_addresses": ["fe80::1"]}, "aproxy_exclude_addresses.0: must be IPv4"),
+        ({"aproxy_exclude_addresses": ["10.0.0.0/33"]}, "aproxy_exclude_addresses.0: must be"),
+        ({"aproxy_redirect_ports": ["0"]}, "aproxy_redirect_ports.0: must be ports 1-65535"),
+        ({"aproxy_redirect_ports": ["9-8"]}, "aproxy_redirect_ports.0: must be ports 1-65535"),
+        ({"aproxy_redirect_ports": ["65536"]}, "aproxy_redirect_ports.0: must be ports"),
+        ({"aproxy_redirect_ports": []}, "runner.aproxy_redirect_ports: Tuple should have at"),
+        ({"pre_job_script": "x" * 16385}, "runner.pre_job_script: must be at most 16384"),
+        ({"pre_job_script": "a\x00b"}, "runner.pre_job_script: must be at most 16384"),
+        ({"pre_install_scripts": {"../x": "y"}}, "script names must be 1-64 of A-Z"),
+        ({"pre_install_scripts": {".hidden": "y"}}, "script names must be 1-64 of A-Z"),
+        (
+            {"pre_install_scripts": {f"s{i}": "y" for i in range(9)}},
+            "runner.pre_install_scripts: Dictionary should have at most 8 items",
+        ),
+    ],
+)
+def test_malformed_runner_fields_are_invalid(patch: dict[str, Any], expected: str):
+    """Arrange: one runner field wrong. Act: parse. Assert: invalid, located, value not echoed."""
+    databag = _databag(version="2", runner=json.dumps(RUNNER | patch))
+
+    message = _invalid(databag)
+
+    assert expected in message
+    assert "xxxx" not in message
+
+
+def test_publish_drops_the_runner_section_when_options_return_to_defaults():
+    """Arrange: a leader that published version 2. Act: publish data with default options.
+
+    Assert: version 1 and no runner key left behind.
+    """
+    relation = testing.Relation("garm-configurator")
+    with_runner = parse_app_data(_databag(version="2", runner=json.dumps(RUNNER)))
+    plain = with_runner.model_copy(update={"runner": lib.RunnerOptions()})
+    ctx = testing.Context(ops.CharmBase, meta=PROVIDER_META)
+
+    with ctx(ctx.on.update_status(), testing.State(leader=True, relations=[relation])) as mgr:
+        model = mgr.charm.model
+        publish(model, _relation(model), with_runner)
+        published = dict(_relation(model).data[model.app])
+        changed = publish(model, _relation(model), plain)
+        after = dict(_relation(model).data[model.app])
+
+    assert published["version"] == "2"
+    assert changed
+    assert after["version"] == "1"
+    assert "runner" not in after

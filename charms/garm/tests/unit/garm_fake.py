@@ -61,6 +61,7 @@ class FakeGarm:
             ("GET", "/api/v1/scalesets"): self._scalesets,
             ("GET", "/api/v1/github/credentials"): self._credentials,
             ("GET", "/api/v1/instances"): lambda _: _json(200, []),
+            ("GET", "/api/v1/templates"): lambda _: _json(200, []),
         }.get((request.method, request.path))
         if route is None:
             return _json(404, {"error": "Not Found", "details": ""})

@@ -12,7 +12,7 @@ running/error/pending_delete/pending_force_delete. `tick()` is GARM's worker: id
 `min(min_idle + desired, max)` while enabled, idle runners above it removed, busy runners kept.
 
 Faults: `refuse` (the next calls of an operation answer 400 or 500), `outage` (every call raises
-`GarmUnreachable`), `keep_deletes` (DELETE answers 200 and keeps the scale set, garm-behaviour B15),
+`GarmUnreachable`), `keep_deletes` (DELETE answers 200 and keeps the scale set: B15),
 `drop_labels` (labels GARM/GitHub silently drops at creation), `stuck_boots` (new runners never
 come online: a broken image or flavor), `github_leftovers` (names GitHub still holds a scale set
 of, so creating one answers 409 "already exists in runner group").

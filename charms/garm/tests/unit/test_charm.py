@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import ops
 import pytest
@@ -18,7 +18,7 @@ import charm
 import cos_agent
 import garm_bootstrap
 from garm_bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
-from workload import ResourceError
+from workload import CommandError, ResourceError
 
 Ctx = testing.Context[charm.GarmCharm]
 Resources = frozenset[testing.Resource]
@@ -27,6 +27,13 @@ Config = dict[str, Any]
 JWT = "existing-jwt-secret-" + "k3J9xQ" * 6
 PASSPHRASE = "Xk3vQ9-rT7wLp2_Zm8Yc4NbH6sJd1FgA"
 PASSWORD = "existing-admin-Password-9fK2mQ"
+# The controller URLs the charm derives from external-url https://garm.example.com.
+CONTROLLER_URLS = {
+    "metadata_url": "https://garm.example.com/api/v1/metadata",
+    "callback_url": "https://garm.example.com/api/v1/callbacks",
+    "webhook_url": "https://garm.example.com/webhooks",
+    "agent_url": "https://garm.example.com/agent",
+}
 
 
 def bootstrap_secrets() -> list[testing.Secret]:
@@ -187,12 +194,7 @@ def test_existing_secrets_are_reused_and_bootstrap_is_idempotent(
     Act: config-changed. Assert: no new secret, no first-run, no PUT: only a login.
     """
     garm.admin = ("admin", PASSWORD)
-    garm.urls = {
-        "metadata_url": "https://garm.example.com/api/v1/metadata",
-        "callback_url": "https://garm.example.com/api/v1/callbacks",
-        "webhook_url": "https://garm.example.com/webhooks",
-        "agent_url": "https://garm.example.com/agent",
-    }
+    garm.urls = dict(CONTROLLER_URLS)
     state = testing.State(
         leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
     )
@@ -811,3 +813,139 @@ def test_cos_agent_problem_does_not_break_the_reconcile(
     assert out.unit_status == ops.ActiveStatus()
     assert "apply" in workload.calls
     assert "config" not in out.get_relation(relation.id).local_unit_data
+
+
+# rotate-credentials ---------------------------------------------------------------------------
+
+
+def _garm_set_password(garm: FakeGarm):
+    """What `garm admin password-reset` does to the fake GARM: its admin gets the password."""
+
+    def reset(username: str, password: str) -> None:
+        garm.admin = (username, password)
+
+    return reset
+
+
+def _bootstrapped_leader(garm: FakeGarm, resources: Resources, config: Config) -> testing.State:
+    garm.admin = ("admin", PASSWORD)
+    garm.urls = dict(CONTROLLER_URLS)
+    return testing.State(
+        leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
+    )
+
+
+def test_rotate_credentials_renews_the_jwt_key_with_one_restart(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a bootstrapped leader. Act: rotate-credentials, then another hook.
+
+    Assert: a new revision of the JWT secret reaches GARM's config with exactly one restart;
+    the charm logged in again; the admin password is unchanged; no secret in the results.
+    """
+    state = ctx.run(ctx.on.config_changed(), _bootstrapped_leader(garm, resources, config))
+    restarts = workload.restarts
+    logins = garm.calls.count("POST /api/v1/auth/login")
+
+    out = ctx.run(ctx.on.action("rotate-credentials"), state)
+    ctx.run(ctx.on.update_status(), out)
+
+    new_jwt = secret_by_label(out, JWT_SECRET_LABEL).latest_content["secret"]
+    assert new_jwt != JWT
+    assert workload.applied[-1].jwt_secret == new_jwt
+    assert workload.restarts == restarts + 1
+    assert ctx.action_results is not None
+    assert ctx.action_results["rotated"] == "jwt-secret"
+    assert new_jwt not in json.dumps(ctx.action_results)
+    assert secret_by_label(out, ADMIN_LABEL).latest_content["password"] == PASSWORD
+    assert garm.calls.count("POST /api/v1/auth/login") > logins
+    assert out.unit_status == ops.ActiveStatus()
+
+
+def test_rotate_credentials_with_admin_password_changes_it_in_garm_and_the_secret(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a bootstrapped leader on a GARM built after v0.2.1.
+
+    Act: rotate-credentials admin-password=true.
+    Assert: GARM has the new password, the secret holds it (nothing pending), the charm logs in
+    with it and is active; neither password is in the results.
+    """
+    state = ctx.run(ctx.on.config_changed(), _bootstrapped_leader(garm, resources, config))
+    workload.on_password_reset = _garm_set_password(garm)
+
+    out = ctx.run(ctx.on.action("rotate-credentials", params={"admin-password": True}), state)
+
+    admin = secret_by_label(out, ADMIN_LABEL).latest_content
+    assert admin["password"] != PASSWORD
+    assert "pending-password" not in admin
+    assert garm.admin == ("admin", admin["password"])
+    assert out.unit_status == ops.ActiveStatus()
+    assert ctx.action_results is not None
+    assert ctx.action_results["rotated"] == "jwt-secret,admin-password"
+    assert admin["password"] not in json.dumps(ctx.action_results)
+    assert PASSWORD not in json.dumps(ctx.action_results)
+
+
+def test_rotate_credentials_finishes_a_half_way_password_rotation(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a bootstrapped leader; `garm admin` fails once after GARM took the password.
+
+    Act: rotate-credentials admin-password=true; a hook; the action again.
+    Assert: the first run fails and keeps the pending password; the hook still logs in (with
+    the pending one GARM has); the rerun finishes with that same password.
+    """
+    state = ctx.run(ctx.on.config_changed(), _bootstrapped_leader(garm, resources, config))
+    set_password = _garm_set_password(garm)
+    attempts: list[str] = []
+
+    def flaky_reset(username: str, password: str) -> None:
+        attempts.append(password)
+        set_password(username, password)
+        if len(attempts) == 1:
+            raise CommandError("garm admin password-reset failed with exit status 1")
+
+    workload.on_password_reset = flaky_reset
+    action = ctx.on.action("rotate-credentials", params={"admin-password": True})
+
+    with pytest.raises(testing.ActionFailed, match="run the action again") as failed:
+        ctx.run(action, state)
+    assert failed.value.state is not None
+    half_way = cast("testing.State", failed.value.state)
+    pending = secret_by_label(half_way, ADMIN_LABEL).latest_content
+    hook = ctx.run(ctx.on.update_status(), half_way)
+    done = ctx.run(action, hook)
+
+    assert (pending["password"], pending["pending-password"]) == (PASSWORD, attempts[0])
+    assert hook.unit_status == ops.ActiveStatus()
+    assert attempts == [attempts[0], attempts[0]]
+    assert secret_by_label(done, ADMIN_LABEL).latest_content == {
+        "username": "admin",
+        "password": attempts[0],
+    }
+    assert garm.admin == ("admin", attempts[0])
+
+
+def test_rotate_admin_password_needs_a_garm_built_after_v0_2_1(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a bootstrapped leader on GARM v0.2.1. Act: rotate the admin password.
+
+    Assert: refused, naming the version and the fix; nothing rotated.
+    """
+    workload.garm_version = "v0.2.1"
+    state = ctx.run(ctx.on.config_changed(), _bootstrapped_leader(garm, resources, config))
+
+    with pytest.raises(testing.ActionFailed, match=r"attach a garm-binary built after v0\.2\.1"):
+        ctx.run(ctx.on.action("rotate-credentials", params={"admin-password": True}), state)
+
+    assert "reset_admin_password" not in workload.calls
+
+
+def test_rotate_credentials_on_a_non_leader_fails(ctx: Ctx, workload: RecordingWorkload):
+    """Arrange: a non-leader. Act: rotate-credentials. Assert: refused, naming the leader."""
+    state = testing.State(secrets=bootstrap_secrets())
+
+    with pytest.raises(testing.ActionFailed, match="garm/leader rotate-credentials"):
+        ctx.run(ctx.on.action("rotate-credentials"), state)

@@ -6,10 +6,12 @@ the provider the charm renders for the configurator, as GARM would be after its 
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import ops
@@ -452,3 +454,143 @@ def test_readded_configurator_renders_its_provider_from_new_data(
     (provider,) = workload.applied[-1].providers
     assert provider.password == "a-New-openstack-pa55word"
     assert workload.applied[-1].kept_providers == ()
+
+
+def _with_runner_options(related: Configurator, runner: dict[str, Any]) -> Configurator:
+    """The same configurator, publishing schema version 2 with runner options."""
+    data = {**related.relation.remote_app_data, "version": "2", "runner": json.dumps(runner)}
+    relation = dataclasses.replace(related.relation, remote_app_data=data)
+    return Configurator(relation, related.secrets)
+
+
+def test_runner_options_become_a_template_and_extra_specs(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: GARM with v0.2.1's github_linux; a version-2 configurator with runner options.
+
+    (A Docker Hub mirror, a pre-job script and a pre-install script.)
+    Act: config-changed on the leader.
+    Assert: Active; GARM holds the template garm-charm-small and the scale set uses it, with
+    the operator's pre-install script in its extra_specs.
+    """
+    base = Path(__file__).parent / "runner_templates" / "github_linux-v0.2.1.tmpl"
+    system = next(t for t in sim.state.templates.values() if t.name == "github_linux")
+    system.data = base.read_bytes()
+    runner = {
+        "dockerhub_mirror": "https://mirror.internal",
+        "pre_job_script": "echo ready",
+        "pre_install_scripts": {"apt": "apt-get install -y jq"},
+    }
+    related = _with_runner_options(configurator(app_key), runner)
+    ctx = testing.Context(charm.GarmCharm)
+
+    out = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, related))
+
+    assert out.unit_status == ops.ActiveStatus("'small': creating")
+    (listed,) = garm_api_of(sim).list_scalesets()
+    scaleset = garm_api_of(sim).get_scaleset(listed.id)
+    assert scaleset.template_name == "garm-charm-small"
+    assert scaleset.extra_specs is not None
+    assert set(scaleset.extra_specs["pre_install_scripts"]) == {  # type: ignore[arg-type]
+        "01-garm-charm-dockerhub-mirror",
+        "50-apt",
+    }
+
+
+def test_a_system_template_without_the_install_step_blocks(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: the simulator's github_linux lacks GARM's install step; a pre-job script is set.
+
+    Act: config-changed. Assert: Blocked naming the template and how to restore GARM's.
+    """
+    related = _with_runner_options(configurator(app_key), {"pre_job_script": "echo ready"})
+    ctx = testing.Context(charm.GarmCharm)
+
+    out = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, related))
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert out.unit_status.message.startswith(
+        "template garm-charm-small: github_linux lacks GARM's install step: "
+        "garm-cli template restore"
+    )
+    assert len(out.unit_status.message) <= 120
+
+
+RSA_FINGERPRINT = "SHA256:" + "R" * 43
+ED25519_FINGERPRINT = "SHA256:" + "E" * 43
+
+
+def _runner_env(sim: GarmSim) -> str:
+    """The `.env` lines the charm's template writes, decoded from the template in GARM."""
+    (template,) = [t for t in sim.state.templates.values() if t.name == "garm-charm-small"]
+    for line in template.data.decode().splitlines():
+        if line.startswith("echo ") and line.split("|")[1].strip().endswith('"$RUN_HOME/.env"'):
+            return base64.b64decode(line.split()[1]).decode()
+    return ""
+
+
+def test_debug_ssh_reaches_the_runners_and_leaves_with_the_relation(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: v0.2.1's github_linux; a pre-job script; a tmate-ssh-server unit on debug-ssh.
+
+    Act: config-changed; then debug-ssh relation-broken.
+    Assert: the runners' .env gets the relay's TMATE_SERVER_* variables; after the relation
+    goes, the template is updated in place without them.
+    """
+    base = Path(__file__).parent / "runner_templates" / "github_linux-v0.2.1.tmpl"
+    system = next(t for t in sim.state.templates.values() if t.name == "github_linux")
+    system.data = base.read_bytes()
+    related = _with_runner_options(configurator(app_key), {"pre_job_script": "echo ready"})
+    relay = testing.Relation(
+        "debug-ssh",
+        remote_app_name="tmate-ssh-server",
+        remote_units_data={
+            0: {
+                "host": "10.1.2.3",
+                "port": "10022",
+                "rsa_fingerprint": RSA_FINGERPRINT,
+                "ed25519_fingerprint": ED25519_FINGERPRINT,
+            }
+        },
+    )
+    state = dataclasses.replace(
+        leader_state(sim, resources, related), relations={related.relation, relay}
+    )
+    ctx = testing.Context(charm.GarmCharm)
+
+    out = ctx.run(ctx.on.config_changed(), state)
+    with_relay = _runner_env(sim)
+    ctx.run(ctx.on.relation_broken(relay), out)
+    without = _runner_env(sim)
+
+    assert out.unit_status == ops.ActiveStatus("'small': creating")
+    assert "TMATE_SERVER_HOST=10.1.2.3\n" in with_relay
+    assert "TMATE_SERVER_PORT=10022\n" in with_relay
+    assert f"TMATE_SERVER_ED25519_FINGERPRINT={ED25519_FINGERPRINT}\n" in with_relay
+    assert "TMATE" not in without
+
+
+def test_an_invalid_debug_ssh_publication_is_ignored(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: a configurator without runner options; a relay unit with a bad port.
+
+    Act: config-changed. Assert: active, no template (nothing to add), a warning logged.
+    """
+    relay = testing.Relation(
+        "debug-ssh",
+        remote_units_data={0: {"host": "10.1.2.3", "port": "99999"}},
+    )
+    related = configurator(app_key)
+    state = dataclasses.replace(
+        leader_state(sim, resources, related), relations={related.relation, relay}
+    )
+    ctx = testing.Context(charm.GarmCharm)
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    assert out.unit_status == ops.ActiveStatus("'small': creating")
+    assert not [t for t in sim.state.templates.values() if t.name.startswith("garm-charm-")]
+    assert any("debug-ssh" in log.message for log in ctx.juju_log if log.level == "WARNING")

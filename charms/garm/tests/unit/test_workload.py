@@ -949,3 +949,46 @@ def test_backend_marker_is_private_and_remembered(installed: Workload):
 
     assert installed.recorded_backend() == "postgresql"
     assert mode(installed.paths.backend) == 0o600
+
+
+def test_admin_password_reset_runs_garm_admin_as_garm(
+    installed: Workload, runner: RecordingRunner
+):
+    """Arrange: installed. Act: reset the admin password.
+
+    Assert: `garm admin password-reset` ran as the garm user with GARM's config.
+    """
+    installed.reset_admin_password("admin", "new-Password-1")
+
+    assert runner.commands[-1] == [
+        "runuser",
+        "-u",
+        "garm",
+        "--",
+        str(installed.paths.garm_binary),
+        "admin",
+        "password-reset",
+        "admin",
+        "--new-password",
+        "new-Password-1",
+        "--config",
+        str(installed.paths.config),
+    ]
+
+
+def test_a_failed_password_reset_never_repeats_its_output(tmp_path: Path):
+    """Arrange: a `garm admin` that fails and echoes its input. Act: reset the password.
+
+    Assert: CommandError with the exit status and without the password.
+    """
+
+    def echoing(argv: Sequence[str], *, timeout: float = 0) -> CommandResult:
+        return CommandResult(2, " ".join(argv), " ".join(argv))
+
+    work = Workload(tmp_path, runner=echoing, fetcher=_no_network, arch="amd64")
+
+    with pytest.raises(workload.CommandError) as caught:
+        work.reset_admin_password("admin", "secret-Password-2")
+
+    assert "exit status 2" in str(caught.value)
+    assert "secret-Password-2" not in str(caught.value)

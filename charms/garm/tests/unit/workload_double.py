@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
-from workload import GarmConfig, OpenStackProvider, ProxyConfig, ResourceError
+from workload import CommandError, GarmConfig, OpenStackProvider, ProxyConfig, ResourceError
 
 
 @dataclasses.dataclass
@@ -25,6 +26,8 @@ class RecordingWorkload:
     )
     applied: list[GarmConfig] = dataclasses.field(default_factory=list[GarmConfig])
     restarts: int = 0
+    password_reset_error: CommandError | None = None
+    on_password_reset: Callable[[str, str], None] | None = None
     # What each provider's files on disk were rendered from (kept ones stay as they were).
     provider_files: dict[str, OpenStackProvider] = dataclasses.field(
         default_factory=dict[str, OpenStackProvider]
@@ -92,6 +95,14 @@ class RecordingWorkload:
     def record_backend(self, backend: str) -> None:
         """Remember the backend."""
         self.backend = backend
+
+    def reset_admin_password(self, username: str, password: str) -> None:
+        """Record a password reset and hand it to `on_password_reset` (the GARM it changes)."""
+        self.calls.append("reset_admin_password")
+        if self.password_reset_error is not None:
+            raise self.password_reset_error
+        if self.on_password_reset is not None:
+            self.on_password_reset(username, password)
 
     def has_sqlite_state(self) -> bool:
         """Whether a SQLite database with content exists."""

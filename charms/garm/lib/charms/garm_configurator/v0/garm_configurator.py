@@ -11,10 +11,16 @@ The databag holds only strings:
 
 | key          | value                                                                  |
 |--------------|------------------------------------------------------------------------|
-| `version`    | the schema version of the other keys, `"1"`                            |
+| `version`    | the schema version of the other keys, `"1"` or `"2"`                   |
 | `scaleset`   | JSON of `ScaleSet`                                                     |
 | `openstack`  | JSON of `OpenStackProvider` (`password_secret_id`, never the password) |
 | `github-app` | JSON of `GitHubApp` (`private_key_secret_id`, never the key)           |
+| `runner`     | version 2 only: JSON of `RunnerOptions` (proxy, mirror, job hooks)     |
+
+A publication whose runner options are all defaults is written as version 1 without `runner`,
+so a garm charm that reads only version 1 keeps working until an operator sets one of them.
+Readers of version 2 ignore `runner` fields they do not know: a later library may add optional
+runner fields without a new version, as long as ignoring them is safe (ADR 0007).
 
 The secrets' content keys are `password` (`OPENSTACK_PASSWORD_KEY`) and `private-key`
 (`GITHUB_APP_PRIVATE_KEY_KEY`).
@@ -41,6 +47,7 @@ Error texts never contain secret values nor echo the offending input.
 
 import base64
 import binascii
+import ipaddress
 import json
 import re
 from collections.abc import Mapping
@@ -59,18 +66,20 @@ LIBAPI = 0
 
 # Increment this PATCH version before using `charmcraft publish-lib` or reset
 # to 0 if you are raising the major API version
-LIBPATCH = 1
+LIBPATCH = 2
 
 PYDEPS = ["pydantic>=2,<3"]
 
-SCHEMA_VERSION: Final = "1"
-SUPPORTED_VERSIONS: Final = frozenset({SCHEMA_VERSION})
+SCHEMA_VERSION: Final = "2"
+BASE_SCHEMA_VERSION: Final = "1"
+SUPPORTED_VERSIONS: Final = frozenset({BASE_SCHEMA_VERSION, SCHEMA_VERSION})
 
 VERSION_KEY: Final = "version"
 SCALESET_KEY: Final = "scaleset"
 OPENSTACK_KEY: Final = "openstack"
 GITHUB_APP_KEY: Final = "github-app"
-DATA_KEYS: Final = (VERSION_KEY, SCALESET_KEY, OPENSTACK_KEY, GITHUB_APP_KEY)
+RUNNER_KEY: Final = "runner"
+DATA_KEYS: Final = (VERSION_KEY, SCALESET_KEY, OPENSTACK_KEY, GITHUB_APP_KEY, RUNNER_KEY)
 
 OPENSTACK_PASSWORD_KEY: Final = "password"  # noqa: S105  (a content key, not a password)
 GITHUB_APP_PRIVATE_KEY_KEY: Final = "private-key"
@@ -91,18 +100,30 @@ PASSWORD_MAX_LENGTH: Final = 4096
 PRIVATE_KEY_MAX_LENGTH: Final = 16384
 # Bounds what a reader parses at all: a well-formed value is a few hundred bytes.
 MAX_VALUE_LENGTH: Final = 65536
+# The runner section carries scripts, so it may be larger than the others.
+MAX_RUNNER_VALUE_LENGTH: Final = 262144
+MAX_SCRIPT_LENGTH: Final = 16384
+MAX_PRE_INSTALL_SCRIPTS: Final = 8
+SCRIPT_NAME_MAX_LENGTH: Final = 64
+MAX_EXCLUDED_ADDRESSES: Final = 64
+MAX_REDIRECT_PORTS: Final = 32
+DEFAULT_REDIRECT_PORTS: Final = ("80", "443")
 MAX_REPORTED_ERRORS: Final = 5
 
 OS_ARCHES: Final = ("amd64", "arm64", "arm", "s390x", "ppc64le")
 OsArch = Literal["amd64", "arm64", "arm", "s390x", "ppc64le"]
 
-_SCALESET_NAME_RE = re.compile(r"[a-z][a-z0-9-]*")
+# One rule on both sides: a letter first and no dash at the end, so that what the configurator
+# accepts is a name the garm charm can extend with "-<8 hex>" and recognise again.
+_SCALESET_NAME_RE = re.compile(r"[a-z](?:[a-z0-9-]*[a-z0-9])?")
 _LABEL_RE = re.compile(r"[A-Za-z0-9._-]+")
 _GITHUB_OWNER_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?")
 _GITHUB_REPO_RE = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _SECRET_ID_RE = re.compile(r"secret:(?://[A-Za-z0-9-]{1,64}/)?[A-Za-z0-9]{1,64}")
 _PRINTABLE_NAME_RE = re.compile(r"[^\x00-\x1f\x7f]+")
 _IMAGE_ID_RE = re.compile(r"[^\x00-\x20\x7f]+")
+_SCRIPT_NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+_PORT_RANGE_RE = re.compile(r"(?P<first>[0-9]{1,5})(?:-(?P<last>[0-9]{1,5}))?")
 _PKCS1_RE = re.compile(
     r"-----BEGIN RSA PRIVATE KEY-----\n(?P<body>[A-Za-z0-9+/=\n]+)-----END RSA PRIVATE KEY-----"
 )
@@ -123,7 +144,7 @@ def check_scaleset_name(value: str) -> str:
     if not 0 < len(value) <= SCALESET_NAME_MAX_LENGTH or not _SCALESET_NAME_RE.fullmatch(value):
         raise ValueError(
             f"must be 1-{SCALESET_NAME_MAX_LENGTH} characters of a-z, 0-9 and '-', "
-            "starting with a letter"
+            "starting with a letter and not ending with '-'"
         )
     return value
 
@@ -230,6 +251,103 @@ def check_auth_url(value: str) -> str:
         raise ValueError(problem) from None
     if parts.scheme not in {"http", "https"} or not host:
         raise ValueError(problem)
+    return value
+
+
+def check_http_url(value: str) -> str:
+    """Check an http or https URL with a host (a proxy, a registry mirror, a collector).
+
+    Args:
+        value: the URL.
+
+    Returns:
+        The URL, unchanged.
+
+    Raises:
+        ValueError: not an http or https URL with a host.
+    """
+    problem = "must be an http:// or https:// URL with a host, e.g. http://proxy.example:3128"
+    try:
+        return check_auth_url(value)
+    except ValueError:
+        raise ValueError(problem) from None
+
+
+def check_ipv4_target(value: str) -> str:
+    """Check an IPv4 address or CIDR that the transparent proxy leaves alone.
+
+    Args:
+        value: the address or CIDR, e.g. 10.0.0.0/8.
+
+    Returns:
+        The value, unchanged.
+
+    Raises:
+        ValueError: neither an IPv4 address nor an IPv4 CIDR.
+    """
+    try:
+        network = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        network = None
+    if network is None or network.version != 4 or value != value.strip():
+        raise ValueError("must be IPv4 addresses or CIDRs, e.g. 10.0.0.0/8,192.168.1.10")
+    return value
+
+
+def check_port_range(value: str) -> str:
+    """Check a TCP port (`443`) or an inclusive port range (`8000-9000`).
+
+    Args:
+        value: the port or range.
+
+    Returns:
+        The value, unchanged.
+
+    Raises:
+        ValueError: not a port from 1 to 65535 nor a range N-M with N <= M.
+    """
+    match = _PORT_RANGE_RE.fullmatch(value)
+    first = int(match.group("first")) if match else 0
+    last = int(match.group("last") or first) if match else 0
+    if not 1 <= first <= last <= 65535:
+        raise ValueError("must be ports 1-65535 or ranges N-M, e.g. 80,443,8000-9000")
+    return value
+
+
+def check_script(value: str) -> str:
+    """Check a bash script the runners run: bounded, and text a shell can hold.
+
+    Args:
+        value: the script.
+
+    Returns:
+        The script, unchanged.
+
+    Raises:
+        ValueError: too long or containing a NUL character.
+    """
+    if len(value) > MAX_SCRIPT_LENGTH or "\x00" in value:
+        raise ValueError(f"must be at most {MAX_SCRIPT_LENGTH} characters of text")
+    return value
+
+
+def check_script_name(value: str) -> str:
+    """Check a pre-install script's name, which becomes a file name on the runner.
+
+    Args:
+        value: the name.
+
+    Returns:
+        The name, unchanged.
+
+    Raises:
+        ValueError: empty, too long, or not a plain file name.
+    """
+    if not 0 < len(value) <= SCRIPT_NAME_MAX_LENGTH or not _SCRIPT_NAME_RE.fullmatch(value):
+        raise ValueError(
+            f"script names must be 1-{SCRIPT_NAME_MAX_LENGTH} of A-Z a-z 0-9 . _ - "
+            "(not starting with .)"
+        )
     return value
 
 
@@ -383,6 +501,11 @@ RegionName = Annotated[str, AfterValidator(check_region_name)]
 ImageId = Annotated[str, AfterValidator(check_image_id)]
 SecretId = Annotated[str, AfterValidator(check_secret_id)]
 GitHubId = Annotated[int, Field(ge=1, le=GITHUB_ID_MAX)]
+HttpUrl = Annotated[str, AfterValidator(check_http_url)]
+Ipv4Target = Annotated[str, AfterValidator(check_ipv4_target)]
+PortRange = Annotated[str, AfterValidator(check_port_range)]
+Script = Annotated[str, AfterValidator(check_script)]
+ScriptName = Annotated[str, AfterValidator(check_script_name)]
 
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -494,6 +617,43 @@ class GitHubApp(_Model):
     private_key_secret_id: SecretId
 
 
+class RunnerOptions(BaseModel):
+    """What runs on each runner besides the runner itself; every field is optional.
+
+    Unknown fields are ignored, not refused: a later library may add an optional runner field
+    without a new schema version, and an older reader then simply does not apply it.
+
+    Attributes:
+        http_proxy: the HTTP proxy the transparent proxy (aproxy) forwards to; None for none.
+        aproxy_exclude_addresses: IPv4 addresses and CIDRs aproxy leaves alone.
+        aproxy_redirect_ports: ports and N-M ranges aproxy redirects.
+        dockerhub_mirror: the Docker Hub registry mirror URL; None for none.
+        otel_collector_endpoint: where the runner's telemetry collector exports; None for none.
+        pre_job_script: bash run before each job; empty for none.
+        pre_install_scripts: bash scripts by name, run as root before the runner is installed.
+    """
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    http_proxy: HttpUrl | None = None
+    aproxy_exclude_addresses: tuple[Ipv4Target, ...] = Field(
+        default=(), max_length=MAX_EXCLUDED_ADDRESSES
+    )
+    aproxy_redirect_ports: tuple[PortRange, ...] = Field(
+        default=DEFAULT_REDIRECT_PORTS, min_length=1, max_length=MAX_REDIRECT_PORTS
+    )
+    dockerhub_mirror: HttpUrl | None = None
+    otel_collector_endpoint: HttpUrl | None = None
+    pre_job_script: Script = ""
+    pre_install_scripts: dict[ScriptName, Script] = Field(
+        default_factory=dict[str, str], max_length=MAX_PRE_INSTALL_SCRIPTS
+    )
+
+    def is_default(self) -> bool:
+        """Whether nothing is set, so a version-1 publication says the same."""
+        return self == RunnerOptions()
+
+
 class GarmConfiguratorData(_Model):
     """Everything one garm-configurator publishes.
 
@@ -501,24 +661,34 @@ class GarmConfiguratorData(_Model):
         scaleset: the scale set.
         openstack: its OpenStack provider.
         github_app: its GitHub App.
+        runner: what runs on each runner besides the runner; defaults in a version-1 databag.
     """
 
     scaleset: ScaleSet
     openstack: OpenStackProvider
     github_app: GitHubApp
+    runner: RunnerOptions = RunnerOptions()
 
     def to_databag(self) -> dict[str, str]:
         """Serialise to the relation's string databag, deterministically.
 
+        Default runner options are written as version 1 without `runner`, which every garm
+        charm reads; anything else is version 2 with `runner`.
+
         Returns:
-            The databag content, keys `version`, `scaleset`, `openstack`, `github-app`.
+            The databag content, keys `version`, `scaleset`, `openstack`, `github-app` and,
+            for version 2, `runner`.
         """
-        return {
-            VERSION_KEY: SCHEMA_VERSION,
+        databag = {
+            VERSION_KEY: BASE_SCHEMA_VERSION,
             SCALESET_KEY: _to_json(self.scaleset),
             OPENSTACK_KEY: _to_json(self.openstack),
             GITHUB_APP_KEY: _to_json(self.github_app),
         }
+        if not self.runner.is_default():
+            databag[VERSION_KEY] = SCHEMA_VERSION
+            databag[RUNNER_KEY] = _to_json(self.runner)
+        return databag
 
 
 def _to_json(model: BaseModel) -> str:
@@ -580,10 +750,15 @@ def publish(model: ops.Model, relation: ops.Relation, data: GarmConfiguratorData
     if not model.unit.is_leader():
         raise NotLeaderError("only the leader publishes the garm-configurator application data")
     databag = relation.data[model.app]
+    wanted = data.to_databag()
     changed = False
-    for key, value in data.to_databag().items():
+    for key, value in wanted.items():
         if databag.get(key) != value:
             databag[key] = value
+            changed = True
+    for key in DATA_KEYS:
+        if key not in wanted and key in databag:
+            del databag[key]
             changed = True
     return changed
 
@@ -633,9 +808,14 @@ def parse_app_data(databag: Mapping[str, str]) -> GarmConfiguratorData:
     scaleset = _parse_section(databag, SCALESET_KEY, ScaleSet, problems)
     openstack = _parse_section(databag, OPENSTACK_KEY, OpenStackProvider, problems)
     github_app = _parse_section(databag, GITHUB_APP_KEY, GitHubApp, problems)
-    if scaleset is None or openstack is None or github_app is None:
+    runner = RunnerOptions()
+    if version != BASE_SCHEMA_VERSION:
+        runner = _parse_section(databag, RUNNER_KEY, RunnerOptions, problems)
+    if scaleset is None or openstack is None or github_app is None or runner is None:
         raise InvalidDataError("; ".join(problems))
-    return GarmConfiguratorData(scaleset=scaleset, openstack=openstack, github_app=github_app)
+    return GarmConfiguratorData(
+        scaleset=scaleset, openstack=openstack, github_app=github_app, runner=runner
+    )
 
 
 def _parse_section(
@@ -645,8 +825,9 @@ def _parse_section(
     if not isinstance(raw, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         problems.append(f"{key!r} is missing")
         return None
-    if len(raw) > MAX_VALUE_LENGTH:
-        problems.append(f"{key!r} is longer than {MAX_VALUE_LENGTH} characters")
+    limit = MAX_RUNNER_VALUE_LENGTH if key == RUNNER_KEY else MAX_VALUE_LENGTH
+    if len(raw) > limit:
+        problems.append(f"{key!r} is longer than {limit} characters")
         return None
     try:
         return model.model_validate_json(raw)
