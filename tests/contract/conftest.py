@@ -195,6 +195,13 @@ class Target:
         """Return the target's name, e.g. `real-v0.2.1`."""
         return f"{self.kind}-{self.version}"
 
+    @property
+    def releases_url(self) -> str:
+        """Return a garm-agent releases index GARM may be given (the simulator never reads it)."""
+        if self.real is not None:
+            return self.real.github.releases_url
+        return f"{self.url}/fake-github/repos/cloudbase/garm-agent/releases"
+
     def call(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Reply:
         """Call the API as the admin (once bootstrapped)."""
         kwargs.setdefault("token", self.token)

@@ -244,6 +244,97 @@ def test_proxies_by_version(target: Target):
     assert (deleted.status, target.call("GET", "/proxies").json) == (200, [])
 
 
+ZERO = "0001-01-01T00:00:00Z"
+REPOSITORY_KEYS = [
+    "id",
+    "owner",
+    "name",
+    "credentials_name",
+    "credentials_id",
+    "credentials",
+    "agent_mode",
+    "pool_manager_status",
+    "pool_balancing_type",
+    "endpoint",
+    "created_at",
+    "updated_at",
+]
+ORGANIZATION_KEYS = [
+    "id",
+    "name",
+    "credentials_name",
+    "credentials",
+    "credentials_id",
+    "pool_manager_status",
+    "pool_balancing_type",
+    "endpoint",
+    "created_at",
+    "updated_at",
+    "agent_mode",
+]
+CREDENTIALS_KEYS = [
+    "id",
+    "name",
+    "description",
+    "api_base_url",
+    "upload_base_url",
+    "base_url",
+    "auth-type",
+    "forge_type",
+    "repositories",
+    "organizations",
+    "endpoint",
+    "created_at",
+    "updated_at",
+    "rate_limit",
+]
+
+
+def test_entity_and_credentials_shapes(target: Target):
+    """Arrange: a repository and an organization on PAT credentials.
+
+    Act: read the repository, and the credentials by id.
+
+    Assert: GARM's key orders (a repository's differs from an organization's); the credentials
+    list their repositories and organizations with empty credentials and endpoint.
+    """
+    org = {"name": "org1", "credentials_name": "fake-pat", "webhook_secret": "s" * 16}
+    organization = target.call("POST", "/organizations", org).json
+    repository = target.call("GET", f"/repositories/{target.repo_id}").json
+    target.wait_until(lambda: "rate_limit" in target.call("GET", "/github/credentials/1").json)
+    credentials = target.call("GET", "/github/credentials/1").json
+
+    assert list(repository) == REPOSITORY_KEYS
+    assert list(organization) == ORGANIZATION_KEYS
+    assert list(credentials) == CREDENTIALS_KEYS
+    embedded = credentials["repositories"][0]
+    empty = {"created_at": ZERO, "updated_at": ZERO}
+    assert list(embedded) == REPOSITORY_KEYS
+    assert (embedded["credentials"], embedded["endpoint"]) == ({"endpoint": empty} | empty, empty)
+    assert [o["name"] for o in credentials["organizations"]] == ["org1"]
+
+
+def test_controller_info_keys_by_version(target: Target):
+    """Arrange: a bootstrapped GARM. Act: set the agent releases URL, read the controller info.
+
+    Assert: GARM's keys in order for the version; the newer GARM also reports when it cached
+    the releases index (it fetches a new URL at once).
+    """
+    target.call("PUT", "/controller", {"garm_agent_releases_url": target.releases_url})
+    info = target.call("GET", "/controller-info").json
+
+    keys = ["controller_id", "hostname", "metadata_url", "callback_url"]
+    keys += ["controller_webhook_url", "agent_url", "garm_agent_releases_url"]
+    keys += ["enable_agent_tools_sync"]
+    if target.version != V021:
+        keys += ["garm_agent_version", "allow_insecure_garm_agent"]
+    keys += ["minimum_job_age_backoff", "version"]
+    if target.version != V021:
+        keys += ["cached_garm_agent_release_fetched_at"]
+    assert list(info) == keys
+    assert info["garm_agent_releases_url"] == target.releases_url
+
+
 @pytest.mark.parametrize("target_name", REAL_TARGETS)
 def test_nothing_leaves_loopback(target_name: str, tmp_path: Path):
     """Arrange: a real GARM left alone past its first background fetch.
