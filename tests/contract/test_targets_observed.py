@@ -7,12 +7,15 @@ nothing leaves loopback.
 
 from __future__ import annotations
 
+import base64
 import secrets
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from contract.conftest import (
     ADMIN,
@@ -137,7 +140,10 @@ def test_credentials_carry_rate_limit(target: Target):
     }
 
     created = target.call("POST", "/github/credentials", body).json
-    target.wait_until(lambda: "rate_limit" in target.call("GET", "/github/credentials/1").json)
+    # Until GARM's first rate-limit fetch (up to 30 s) it shows {"reset": -62135596800}.
+    target.wait_until(
+        lambda: "limit" in target.call("GET", "/github/credentials/1").json.get("rate_limit", {})
+    )
     one = target.call("GET", "/github/credentials/1").json
     listed = target.call("GET", "/github/credentials").json[0]
 
@@ -333,6 +339,46 @@ def test_controller_info_keys_by_version(target: Target):
         keys += ["cached_garm_agent_release_fetched_at"]
     assert list(info) == keys
     assert info["garm_agent_releases_url"] == target.releases_url
+
+
+def test_github_app_credentials_drive_a_scale_set(target: Target):
+    """Arrange: GitHub App credentials (PKCS#1 key, as GitHub issues them) on the endpoint.
+
+    Act: create a repository on them and an enabled scale set with min idle 1.
+
+    Assert: a runner is created; on a real GARM, it got installation tokens from the fake
+    GitHub with its App JWT, GitHub refused none of its calls, and no token the fake GitHub
+    issued or received appears in GARM's output.
+    """
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    app = {
+        "app_id": 11,
+        "installation_id": 22,
+        "private_key_bytes": base64.b64encode(pem).decode(),
+    }
+    endpoint = target.call("GET", "/github/credentials").json[0]["endpoint"]["name"]
+    creds = {"name": "app", "description": "x", "endpoint": endpoint, "auth_type": "app"}
+    assert target.call("POST", "/github/credentials", creds | {"app": app}).status == 200
+    repo = {"owner": "app-org", "name": "app-repo", "credentials_name": "app"}
+    repo_id = target.call("POST", "/repositories", repo | {"webhook_secret": "s" * 16}).json["id"]
+    body = scaleset_body("app-set", enabled=True, min_idle_runners=1)
+
+    created = target.call("POST", f"/repositories/{repo_id}/scalesets", body)
+    appeared = target.wait_until(lambda: bool(target.call("GET", "/instances").json))
+
+    assert created.status == 200, created.raw
+    assert appeared
+    if target.real is not None:
+        github = target.real.github
+        log = target.real.log_text()
+        assert github.installation_tokens
+        assert [made for made in github.calls if made[2] >= 400] == []
+        assert [token[:8] for token in github.issued_tokens() if token in log] == []
 
 
 @pytest.mark.parametrize("target_name", REAL_TARGETS)
