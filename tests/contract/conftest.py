@@ -245,7 +245,7 @@ class Target:
 def open_target(name: str, workdir: Path) -> Iterator[Target]:
     """Start a fresh, uninitialised GARM for a target name; stop it afterwards.
 
-    A real GARM's log is checked on the way out: a DNS lookup in it fails the test.
+    A real GARM's log is checked on the way out: a DNS lookup or a secret in it fails the test.
     """
     kind, version = name.split("-", 1)
     if kind == "sim":
@@ -263,6 +263,7 @@ def open_target(name: str, workdir: Path) -> Iterator[Target]:
     finally:
         real.stop()
     real.assert_no_dns_lookup()
+    assert real.leaked_secrets() == [], f"secrets in GARM's log {real.log_path}"
 
 
 @pytest.fixture(params=ALL_TARGETS)

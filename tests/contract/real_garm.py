@@ -66,6 +66,7 @@ class RealGarm:
         self._version = version
         self.proxy = ProxySink()
         self._own_github = False
+        self._secrets: dict[str, str] = {}
         self.port = _free_port()
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -150,6 +151,20 @@ class RealGarm:
         lookups = self.dns_lookups()
         assert not lookups, f"GARM resolved a name (see {self.log_path}): {lookups[:5]}"
 
+    def secrets(self) -> dict[str, str]:
+        """Return every secret GARM was given or got, by what it is.
+
+        The config's JWT secret and database passphrase, the admin password and webhook
+        secret from `bootstrap`, and every token the fake GitHub issued or received.
+        """
+        tokens = {f"fake GitHub token {i}": t for i, t in enumerate(self.github.issued_tokens())}
+        return self._secrets | tokens
+
+    def leaked_secrets(self) -> list[str]:
+        """Return what `secrets()` names that appears in GARM's output (should be nothing)."""
+        log = self.log_text()
+        return [what for what, value in self.secrets().items() if value and value in log]
+
     def bootstrap(self, username: str, password: str) -> tuple[str, str]:
         """First-run, login, URLs, a fake-GitHub endpoint, PAT credentials and a repository.
 
@@ -163,6 +178,7 @@ class RealGarm:
             RuntimeError: when GARM refuses a step (the message has GARM's answer).
         """
         user = {"username": username, "email": f"{username}@example.com", "password": password}
+        self._secrets["admin password"] = password
         self.expect("POST", "/first-run", user)
         token = self.expect("POST", "/auth/login", user)["token"]
         self.expect("PUT", "/controller", self.controller_settings(), token=token)
@@ -186,7 +202,7 @@ class RealGarm:
             "owner": "fake-org",
             "name": "fake-repo",
             "credentials_name": "fake-pat",
-            "webhook_secret": secrets.token_hex(16),
+            "webhook_secret": self.remember_secret("webhook secret", secrets.token_hex(16)),
         }
         return token, self.expect("POST", "/repositories", repo, token=token)["id"]
 
@@ -219,9 +235,11 @@ class RealGarm:
         config = self.workdir / "config.toml"
         config.write_text(
             _CONFIG.format(
-                secret=secrets.token_urlsafe(48),
+                secret=self.remember_secret("JWT secret", secrets.token_urlsafe(48)),
                 port=self.port,
-                passphrase=secrets.token_urlsafe(24)[:32],
+                passphrase=self.remember_secret(
+                    "database passphrase", secrets.token_urlsafe(24)[:32]
+                ),
                 db=self.workdir / "garm.db",
                 provider=self.provider,
                 executable=provider,
@@ -230,6 +248,11 @@ class RealGarm:
             + self._proxy_section()
         )
         return config
+
+    def remember_secret(self, what: str, value: str) -> str:
+        """Add a secret GARM was given to `secrets()` (its log is searched for it); return it."""
+        self._secrets[what] = value
+        return value
 
     def _proxy_section(self) -> str:
         # v0.2.1 has no [proxy] section (it would ignore it): its proxies come from the env.

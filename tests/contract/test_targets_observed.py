@@ -74,6 +74,7 @@ def test_first_run_password_strength(target_name: str, tmp_path: Path):
     if target_name.startswith("sim-"):
         table = [(p, ok) for p, ok in table if p not in SIMULATOR_MISJUDGES]
     verdicts: dict[str, bool] = {}
+    answers: dict[str, str] = {}
     refusals: set[str] = set()
     fresh = 0
     pending = list(table)
@@ -85,11 +86,13 @@ def test_first_run_password_strength(target_name: str, tmp_path: Path):
                 user = {"username": ADMIN, "email": "admin@example.com", "password": password}
                 reply = call(garm.url, "POST", "/first-run", user)
                 verdicts[password] = reply.status == 200
+                answers[password] = f"{reply.status} {reply.raw.strip()[:80]}"
                 if reply.status == 200:
                     break  # initialised: the next password needs a fresh GARM
                 refusals.add(reply.raw)
 
-    assert verdicts == dict(table)
+    wrong = {p: (verdicts[p], answers[p]) for p, ok in table if verdicts[p] != ok}
+    assert wrong == {}
     assert refusals == {WEAK}
 
 
@@ -347,8 +350,8 @@ def test_github_app_credentials_drive_a_scale_set(target: Target):
     Act: create a repository on them and an enabled scale set with min idle 1.
 
     Assert: a runner is created; on a real GARM, it got installation tokens from the fake
-    GitHub with its App JWT, GitHub refused none of its calls, and no token the fake GitHub
-    issued or received appears in GARM's output.
+    GitHub with its App JWT and GitHub refused none of its calls (and, as for every real
+    target, no secret appears in GARM's log).
     """
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = key.private_bytes(
@@ -361,6 +364,8 @@ def test_github_app_credentials_drive_a_scale_set(target: Target):
         "installation_id": 22,
         "private_key_bytes": base64.b64encode(pem).decode(),
     }
+    if target.real is not None:
+        target.real.remember_secret("App private key", pem.decode().splitlines()[1])
     endpoint = target.call("GET", "/github/credentials").json[0]["endpoint"]["name"]
     creds = {"name": "app", "description": "x", "endpoint": endpoint, "auth_type": "app"}
     assert target.call("POST", "/github/credentials", creds | {"app": app}).status == 200
@@ -375,10 +380,8 @@ def test_github_app_credentials_drive_a_scale_set(target: Target):
     assert appeared
     if target.real is not None:
         github = target.real.github
-        log = target.real.log_text()
         assert github.installation_tokens
         assert [made for made in github.calls if made[2] >= 400] == []
-        assert [token[:8] for token in github.issued_tokens() if token in log] == []
 
 
 @pytest.mark.parametrize("target_name", REAL_TARGETS)
