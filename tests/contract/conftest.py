@@ -195,6 +195,13 @@ class Target:
         """Return the target's name, e.g. `real-v0.2.1`."""
         return f"{self.kind}-{self.version}"
 
+    @property
+    def releases_url(self) -> str:
+        """Return a garm-agent releases index GARM may be given (the simulator never reads it)."""
+        if self.real is not None:
+            return self.real.github.releases_url
+        return f"{self.url}/fake-github/repos/cloudbase/garm-agent/releases"
+
     def call(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Reply:
         """Call the API as the admin (once bootstrapped)."""
         kwargs.setdefault("token", self.token)
@@ -238,7 +245,7 @@ class Target:
 def open_target(name: str, workdir: Path) -> Iterator[Target]:
     """Start a fresh, uninitialised GARM for a target name; stop it afterwards.
 
-    A real GARM's log is checked on the way out: a DNS lookup in it fails the test.
+    A real GARM's log is checked on the way out: a DNS lookup or a secret in it fails the test.
     """
     kind, version = name.split("-", 1)
     if kind == "sim":
@@ -256,6 +263,7 @@ def open_target(name: str, workdir: Path) -> Iterator[Target]:
     finally:
         real.stop()
     real.assert_no_dns_lookup()
+    assert real.leaked_secrets() == [], f"secrets in GARM's log {real.log_path}"
 
 
 @pytest.fixture(params=ALL_TARGETS)

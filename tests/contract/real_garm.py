@@ -29,6 +29,7 @@ from fake_github.proxy_sink import ProxySink
 
 PROVIDER_SOURCE = Path(__file__).parent.parent / "fake_github" / "fake_provider.py"
 START_TIMEOUT = 30.0
+START_ATTEMPTS = 3
 # The GARM release the charm installs; every other build is treated as the newer main branch.
 V021 = "v0.2.1"
 NEWER = "newer"
@@ -66,6 +67,7 @@ class RealGarm:
         self._version = version
         self.proxy = ProxySink()
         self._own_github = False
+        self._secrets: dict[str, str] = {}
         self.port = _free_port()
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -106,22 +108,20 @@ class RealGarm:
         """Start the fake GitHub, the proxy sink and GARM; wait until GARM answers HTTP.
 
         Raises:
-            RuntimeError: when GARM exits or does not answer within the start timeout.
+            RuntimeError: when GARM keeps exiting at start or does not answer in time.
         """
         self._own_github = not self.github.running
         if self._own_github:
             self.github.start()
         self.proxy.start()
-        config = self.write_config()
-        with self.log_path.open("wb") as log:
-            self._process = subprocess.Popen(
-                [self.garm_bin, "--config", str(config)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.environment(),
-                cwd=self.workdir,
-            )
-        self._wait_until_serving()
+        for _ in range(START_ATTEMPTS):
+            # Picked once the fake GitHub and the sink hold their ports, so neither can have it;
+            # another process may still take it before GARM binds: GARM then exits, pick again.
+            self.port = _free_port()
+            self._launch()
+            if self._wait_until_serving():
+                return
+        raise RuntimeError(f"GARM exited at start {START_ATTEMPTS} times; see {self.log_path}")
 
     def stop(self) -> None:
         """Stop GARM (SIGTERM, then SIGKILL after 10 s), the proxy sink and our fake GitHub."""
@@ -150,6 +150,20 @@ class RealGarm:
         lookups = self.dns_lookups()
         assert not lookups, f"GARM resolved a name (see {self.log_path}): {lookups[:5]}"
 
+    def secrets(self) -> dict[str, str]:
+        """Return every secret GARM was given or got, by what it is.
+
+        The config's JWT secret and database passphrase, the admin password and webhook
+        secret from `bootstrap`, and every token the fake GitHub issued or received.
+        """
+        tokens = {f"fake GitHub token {i}": t for i, t in enumerate(self.github.issued_tokens())}
+        return self._secrets | tokens
+
+    def leaked_secrets(self) -> list[str]:
+        """Return what `secrets()` names that appears in GARM's output (should be nothing)."""
+        log = self.log_text()
+        return [what for what, value in self.secrets().items() if value and value in log]
+
     def bootstrap(self, username: str, password: str) -> tuple[str, str]:
         """First-run, login, URLs, a fake-GitHub endpoint, PAT credentials and a repository.
 
@@ -163,6 +177,7 @@ class RealGarm:
             RuntimeError: when GARM refuses a step (the message has GARM's answer).
         """
         user = {"username": username, "email": f"{username}@example.com", "password": password}
+        self._secrets["admin password"] = password
         self.expect("POST", "/first-run", user)
         token = self.expect("POST", "/auth/login", user)["token"]
         self.expect("PUT", "/controller", self.controller_settings(), token=token)
@@ -186,7 +201,7 @@ class RealGarm:
             "owner": "fake-org",
             "name": "fake-repo",
             "credentials_name": "fake-pat",
-            "webhook_secret": secrets.token_hex(16),
+            "webhook_secret": self.remember_secret("webhook secret", secrets.token_hex(16)),
         }
         return token, self.expect("POST", "/repositories", repo, token=token)["id"]
 
@@ -219,9 +234,11 @@ class RealGarm:
         config = self.workdir / "config.toml"
         config.write_text(
             _CONFIG.format(
-                secret=secrets.token_urlsafe(48),
+                secret=self.remember_secret("JWT secret", secrets.token_urlsafe(48)),
                 port=self.port,
-                passphrase=secrets.token_urlsafe(24)[:32],
+                passphrase=self.remember_secret(
+                    "database passphrase", secrets.token_urlsafe(24)[:32]
+                ),
                 db=self.workdir / "garm.db",
                 provider=self.provider,
                 executable=provider,
@@ -231,26 +248,54 @@ class RealGarm:
         )
         return config
 
+    def remember_secret(self, what: str, value: str) -> str:
+        """Add a secret GARM was given to `secrets()` (its log is searched for it); return it."""
+        self._secrets[what] = value
+        return value
+
     def _proxy_section(self) -> str:
         # v0.2.1 has no [proxy] section (it would ignore it): its proxies come from the env.
         if self.version == V021:
             return ""
         return _PROXY.format(proxy=self.proxy_url, no_proxy=NO_PROXY)
 
-    def _wait_until_serving(self) -> None:
+    def _launch(self) -> None:
+        config = self.write_config()
+        with self.log_path.open("ab") as log:
+            self._process = subprocess.Popen(
+                [self.garm_bin, "--config", str(config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.environment(),
+                cwd=self.workdir,
+            )
+
+    def _wait_until_serving(self) -> bool:
+        """Return True once GARM answers, False when it exited first."""
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self._process is not None and self._process.poll() is not None:
-                raise RuntimeError(f"GARM exited; see {self.log_path}")
-            try:
-                urllib.request.urlopen(f"{self.url}/api/v1/controller-info", timeout=1)  # noqa: S310
-            except urllib.error.HTTPError:
-                return  # any HTTP answer (409 before first-run) means it is serving
-            except OSError:
-                time.sleep(0.1)
-            else:
-                return
+                self._process = None
+                return False
+            if answers_as_garm(self.url):
+                return True
+            time.sleep(0.1)
         raise RuntimeError(f"GARM did not answer within {START_TIMEOUT} s; see {self.log_path}")
+
+
+def answers_as_garm(url: str) -> bool:
+    """Return whether GARM answers on `url`: its 409 gates before first-run and URLs, or 200.
+
+    Anything else on the port (another server that took it) does not count.
+    """
+    try:
+        urllib.request.urlopen(f"{url}/api/v1/controller-info", timeout=1)  # noqa: S310
+    except urllib.error.HTTPError as error:
+        body = error.read().decode(errors="replace")
+        return error.code == 409 and ("init_required" in body or "urls_required" in body)
+    except OSError:
+        return False
+    return True
 
 
 _CONFIG = """\

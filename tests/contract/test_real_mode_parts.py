@@ -19,9 +19,10 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from contract.real_garm import PROVIDER_SOURCE, RealGarm, dns_lookups
+from contract.real_garm import PROVIDER_SOURCE, RealGarm, answers_as_garm, dns_lookups
 from fake_github import FakeGitHub, FakeGitHubConfig
 from fake_github.proxy_sink import ProxySink
+from garm_sim import GarmSim
 
 PAT = "fake-pat-token"
 SETS = "/_services/pipelines/fake/_apis/runtime/runnerscalesets"
@@ -300,3 +301,16 @@ def test_dns_lookup_lines_are_found():
     )
 
     assert len(dns_lookups(log)) == 2
+
+
+def test_only_a_garm_counts_as_serving(github: FakeGitHub):
+    """Arrange: a fake GitHub, a proxy sink and a fresh GARM (the simulator) on loopback.
+
+    Act: ask each whether it answers as GARM (what RealGarm waits for at start).
+
+    Assert: only GARM does; another server that took GARM's port does not count.
+    """
+    with ProxySink() as sink, GarmSim(["fake"]) as garm:
+        verdicts = [answers_as_garm(url) for url in (github.url, sink.url, garm.url)]
+
+    assert verdicts == [False, False, True]

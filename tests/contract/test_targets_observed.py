@@ -7,12 +7,15 @@ nothing leaves loopback.
 
 from __future__ import annotations
 
+import base64
 import secrets
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from contract.conftest import (
     ADMIN,
@@ -71,6 +74,7 @@ def test_first_run_password_strength(target_name: str, tmp_path: Path):
     if target_name.startswith("sim-"):
         table = [(p, ok) for p, ok in table if p not in SIMULATOR_MISJUDGES]
     verdicts: dict[str, bool] = {}
+    answers: dict[str, str] = {}
     refusals: set[str] = set()
     fresh = 0
     pending = list(table)
@@ -82,11 +86,13 @@ def test_first_run_password_strength(target_name: str, tmp_path: Path):
                 user = {"username": ADMIN, "email": "admin@example.com", "password": password}
                 reply = call(garm.url, "POST", "/first-run", user)
                 verdicts[password] = reply.status == 200
+                answers[password] = f"{reply.status} {reply.raw.strip()[:80]}"
                 if reply.status == 200:
                     break  # initialised: the next password needs a fresh GARM
                 refusals.add(reply.raw)
 
-    assert verdicts == dict(table)
+    wrong = {p: (verdicts[p], answers[p]) for p, ok in table if verdicts[p] != ok}
+    assert wrong == {}
     assert refusals == {WEAK}
 
 
@@ -140,7 +146,10 @@ def test_credentials_carry_rate_limit(target: Target):
     }
 
     created = target.call("POST", "/github/credentials", body).json
-    target.wait_until(lambda: "rate_limit" in target.call("GET", "/github/credentials/1").json)
+    # Until GARM's first rate-limit fetch (up to 30 s) it shows {"reset": -62135596800}.
+    target.wait_until(
+        lambda: "limit" in target.call("GET", "/github/credentials/1").json.get("rate_limit", {})
+    )
     one = target.call("GET", "/github/credentials/1").json
     listed = target.call("GET", "/github/credentials").json[0]
 
@@ -245,6 +254,137 @@ def test_proxies_by_version(target: Target):
     assert (listed["proxy_id"], "proxy_name" in listed) == (proxy["id"], False)
     assert in_use.status == 400
     assert (deleted.status, target.call("GET", "/proxies").json) == (200, [])
+
+
+ZERO = "0001-01-01T00:00:00Z"
+REPOSITORY_KEYS = [
+    "id",
+    "owner",
+    "name",
+    "credentials_name",
+    "credentials_id",
+    "credentials",
+    "agent_mode",
+    "pool_manager_status",
+    "pool_balancing_type",
+    "endpoint",
+    "created_at",
+    "updated_at",
+]
+ORGANIZATION_KEYS = [
+    "id",
+    "name",
+    "credentials_name",
+    "credentials",
+    "credentials_id",
+    "pool_manager_status",
+    "pool_balancing_type",
+    "endpoint",
+    "created_at",
+    "updated_at",
+    "agent_mode",
+]
+CREDENTIALS_KEYS = [
+    "id",
+    "name",
+    "description",
+    "api_base_url",
+    "upload_base_url",
+    "base_url",
+    "auth-type",
+    "forge_type",
+    "repositories",
+    "organizations",
+    "endpoint",
+    "created_at",
+    "updated_at",
+    "rate_limit",
+]
+
+
+def test_entity_and_credentials_shapes(target: Target):
+    """Arrange: a repository and an organization on PAT credentials.
+
+    Act: read the repository, and the credentials by id.
+
+    Assert: GARM's key orders (a repository's differs from an organization's); the credentials
+    list their repositories and organizations with empty credentials and endpoint.
+    """
+    org = {"name": "org1", "credentials_name": "fake-pat", "webhook_secret": "s" * 16}
+    organization = target.call("POST", "/organizations", org).json
+    repository = target.call("GET", f"/repositories/{target.repo_id}").json
+    target.wait_until(lambda: "rate_limit" in target.call("GET", "/github/credentials/1").json)
+    credentials = target.call("GET", "/github/credentials/1").json
+
+    assert list(repository) == REPOSITORY_KEYS
+    assert list(organization) == ORGANIZATION_KEYS
+    assert list(credentials) == CREDENTIALS_KEYS
+    embedded = credentials["repositories"][0]
+    empty = {"created_at": ZERO, "updated_at": ZERO}
+    assert list(embedded) == REPOSITORY_KEYS
+    assert (embedded["credentials"], embedded["endpoint"]) == ({"endpoint": empty} | empty, empty)
+    assert [o["name"] for o in credentials["organizations"]] == ["org1"]
+
+
+def test_controller_info_keys_by_version(target: Target):
+    """Arrange: a bootstrapped GARM. Act: set the agent releases URL, read the controller info.
+
+    Assert: GARM's keys in order for the version; the newer GARM also reports when it cached
+    the releases index (it fetches a new URL at once).
+    """
+    target.call("PUT", "/controller", {"garm_agent_releases_url": target.releases_url})
+    info = target.call("GET", "/controller-info").json
+
+    keys = ["controller_id", "hostname", "metadata_url", "callback_url"]
+    keys += ["controller_webhook_url", "agent_url", "garm_agent_releases_url"]
+    keys += ["enable_agent_tools_sync"]
+    if target.version != V021:
+        keys += ["garm_agent_version", "allow_insecure_garm_agent"]
+    keys += ["minimum_job_age_backoff", "version"]
+    if target.version != V021:
+        keys += ["cached_garm_agent_release_fetched_at"]
+    assert list(info) == keys
+    assert info["garm_agent_releases_url"] == target.releases_url
+
+
+def test_github_app_credentials_drive_a_scale_set(target: Target):
+    """Arrange: GitHub App credentials (PKCS#1 key, as GitHub issues them) on the endpoint.
+
+    Act: create a repository on them and an enabled scale set with min idle 1.
+
+    Assert: a runner is created; on a real GARM, it got installation tokens from the fake
+    GitHub with its App JWT and GitHub refused none of its calls (and, as for every real
+    target, no secret appears in GARM's log).
+    """
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    app = {
+        "app_id": 11,
+        "installation_id": 22,
+        "private_key_bytes": base64.b64encode(pem).decode(),
+    }
+    if target.real is not None:
+        target.real.remember_secret("App private key", pem.decode().splitlines()[1])
+    endpoint = target.call("GET", "/github/credentials").json[0]["endpoint"]["name"]
+    creds = {"name": "app", "description": "x", "endpoint": endpoint, "auth_type": "app"}
+    assert target.call("POST", "/github/credentials", creds | {"app": app}).status == 200
+    repo = {"owner": "app-org", "name": "app-repo", "credentials_name": "app"}
+    repo_id = target.call("POST", "/repositories", repo | {"webhook_secret": "s" * 16}).json["id"]
+    body = scaleset_body("app-set", enabled=True, min_idle_runners=1)
+
+    created = target.call("POST", f"/repositories/{repo_id}/scalesets", body)
+    appeared = target.wait_until(lambda: bool(target.call("GET", "/instances").json))
+
+    assert created.status == 200, created.raw
+    assert appeared
+    if target.real is not None:
+        github = target.real.github
+        assert github.installation_tokens
+        assert [made for made in github.calls if made[2] >= 400] == []
 
 
 @pytest.mark.parametrize("target_name", REAL_TARGETS)

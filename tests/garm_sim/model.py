@@ -37,6 +37,7 @@ class Controller:
     minimum_job_age_backoff: int = 30
     ca_cert_bundle: str = ""
     garm_agent_releases_url: str = "https://api.github.com/repos/cloudbase/garm-agent/releases"
+    agent_releases_fetched_at: str = ""
 
 
 @dataclass

@@ -43,7 +43,9 @@ def endpoint_json(endpoint: Endpoint) -> Json:
     return out
 
 
-def credentials_json(state: SimState, creds: Credentials, *, rate_limit: bool = False) -> Json:
+def credentials_json(
+    state: SimState, creds: Credentials, *, rate_limit: bool = False, entities: bool = False
+) -> Json:
     """Return `ForgeCredentials` (note the response key `auth-type`); secrets never appear.
 
     Args:
@@ -52,6 +54,8 @@ def credentials_json(state: SimState, creds: Credentials, *, rate_limit: bool = 
         rate_limit: add GitHub's rate limit as GARM's cache holds it (GET and list answers;
             not the create answer nor credentials embedded in entities). `used` is omitted
             when 0, like every zero field of it.
+        entities: list the repositories, organizations and enterprises using them (the answer
+            to GET by id), each in its embedded form.
     """
     endpoint = state.endpoints[creds.endpoint]
     out: Json = {"id": creds.id, "name": creds.name}
@@ -62,6 +66,15 @@ def credentials_json(state: SimState, creds: Credentials, *, rate_limit: bool = 
         "base_url": endpoint.base_url,
         "auth-type": creds.auth_type,
         "forge_type": "github",
+    }
+    if entities:
+        for kind, key in _ENTITY_LISTS:
+            users = [e for e in state.entities.values() if e.kind == kind]
+            found = [
+                entity_json(state, e, embedded=True) for e in users if e.credentials_id == creds.id
+            ]
+            _put(out, key, found)
+    out |= {
         "endpoint": endpoint_json(endpoint),
         "created_at": creds.created_at,
         "updated_at": creds.updated_at,
@@ -72,25 +85,43 @@ def credentials_json(state: SimState, creds: Credentials, *, rate_limit: bool = 
     return out
 
 
-def entity_json(state: SimState, entity: Entity) -> Json:
-    """Return a repository, organization or enterprise."""
+def entity_json(state: SimState, entity: Entity, *, embedded: bool = False) -> Json:
+    """Return a repository, organization or enterprise.
+
+    Args:
+        state: the database.
+        entity: the record.
+        embedded: the form inside a credentials answer: GARM leaves the entity's credentials
+            and endpoint empty there (zero times only).
+    """
     creds = state.credentials[entity.credentials_id]
+    credentials = _ZERO_CREDENTIALS if embedded else credentials_json(state, creds)
+    endpoint = _ZERO_ENDPOINT if embedded else endpoint_json(state.entity_endpoint(entity))
     out: Json = {"id": entity.id}
     if entity.kind == "repository":
-        out["owner"] = entity.owner
+        # GARM's Repository struct orders its fields differently from Organization's.
+        out |= {"owner": entity.owner, "name": entity.name, "credentials_name": creds.name}
+        out |= {"credentials_id": creds.id, "credentials": credentials}
+        out |= {"agent_mode": entity.agent_mode, "pool_manager_status": {}}
+        out |= {"pool_balancing_type": entity.pool_balancing_type, "endpoint": endpoint}
+        return out | {"created_at": entity.created_at, "updated_at": entity.updated_at}
     out |= {
         "name": entity.name,
         "credentials_name": creds.name,
-        "credentials": credentials_json(state, creds),
+        "credentials": credentials,
         "credentials_id": creds.id,
         "pool_manager_status": {},
         "pool_balancing_type": entity.pool_balancing_type,
-        "endpoint": endpoint_json(state.entity_endpoint(entity)),
+        "endpoint": endpoint,
         "created_at": entity.created_at,
         "updated_at": entity.updated_at,
         "agent_mode": entity.agent_mode,
     }
     return out
+
+
+_ZERO_ENDPOINT: Json = {"created_at": GO_ZERO_TIME, "updated_at": GO_ZERO_TIME}
+_ZERO_CREDENTIALS: Json = {"endpoint": _ZERO_ENDPOINT} | _ZERO_ENDPOINT
 
 
 def template_json(template: Template, *, with_data: bool) -> Json:
@@ -139,6 +170,11 @@ def instance_json(state: SimState, instance: Instance, *, embedded: bool = False
 
 
 _RATE_LIMIT = 5000
+_ENTITY_LISTS = (
+    ("repository", "repositories"),
+    ("organization", "organizations"),
+    ("enterprise", "enterprises"),
+)
 _RATE_LIMIT_WINDOW = 3600
 
 

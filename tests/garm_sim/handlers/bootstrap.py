@@ -89,10 +89,13 @@ def controller_json(request: Request) -> dict[str, Any]:
     }
     if request.state.garm_version != V021:
         out |= {"garm_agent_version": "", "allow_insecure_garm_agent": False}
-    return out | {
+    out |= {
         "minimum_job_age_backoff": controller.minimum_job_age_backoff,
         "version": VERSION_STRINGS[request.state.garm_version],
     }
+    if controller.agent_releases_fetched_at:
+        out["cached_garm_agent_release_fetched_at"] = controller.agent_releases_fetched_at
+    return out
 
 
 def update_controller(request: Request) -> Response:
@@ -111,6 +114,9 @@ def update_controller(request: Request) -> Response:
     releases = body.string("garm_agent_releases_url")
     if releases:
         updates["garm_agent_releases_url"] = releases
+        # The newer GARM fetches a new releases index at once (and caches it); v0.2.1 later.
+        if request.state.garm_version != V021:
+            updates["agent_releases_fetched_at"] = request.state.clock.stamp()
     backoff = body.uint("minimum_job_age_backoff")
     for key, value in updates.items():
         setattr(controller, key, value)

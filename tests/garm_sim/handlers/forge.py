@@ -122,7 +122,8 @@ def create_credentials(request: Request) -> Response:
 
 def get_credentials(request: Request) -> Response:
     """Return one set of credentials by numeric id."""
-    return Response(200, credentials_json(request.state, _credentials(request), rate_limit=True))
+    creds = _credentials(request)
+    return Response(200, credentials_json(request.state, creds, rate_limit=True, entities=True))
 
 
 def update_credentials(request: Request) -> Response:
