@@ -135,7 +135,7 @@ class GarmServerError(GarmApiError):
 
 
 class InvalidRequest(ValueError):
-    """The client refused to send a request GARM would reject late (REFERENCE §4.5)."""
+    """The client refused to send a request GARM would reject late (garm-behaviour B13)."""
 
 
 class GarmClient:
@@ -266,7 +266,7 @@ class GarmClient:
         private_key_pem: bytes,
         description: str = "",
     ) -> GithubCredentials:
-        """Create GitHub App credentials. The key must be PKCS#1 (REFERENCE C16)."""
+        """Create GitHub App credentials. The key must be PKCS#1 (garm-behaviour B9)."""
         _require_pkcs1(private_key_pem)
         models = self._models()
         body = models.CreateGithubCredentialsParams(
@@ -511,7 +511,7 @@ class GarmClient:
     def delete_scaleset(self, scaleset_id: int) -> None:
         """Ask GARM to delete a scale set.
 
-        GARM answers 200 also when it kept the scale set (REFERENCE C9) and for unknown ids:
+        GARM answers 200 also when it kept the scale set (garm-behaviour B15) and for unknown ids:
         callers must list again to know whether it is gone.
         """
         self._call("delete scale set", self._apis().delete_scale_set, scaleset_id=str(scaleset_id))
@@ -537,7 +537,7 @@ class GarmClient:
         """Remove a runner, ignoring provider and GitHub errors when `force` (kills its job).
 
         GARM refuses (400) unless the instance is running, error, pending_delete or
-        pending_force_delete; removal then completes asynchronously (REFERENCE C13).
+        pending_force_delete; removal then completes asynchronously (garm-behaviour B18).
         """
         self._call(
             "delete instance",

@@ -1,7 +1,7 @@
 """The marker the charm keeps in a scale set's `extended_state` (ADR 0002).
 
 GARM stores `extended_state` as a free string, lets clients write it on update and returns it in
-list responses (REFERENCE C14). The charm writes a small JSON object there:
+list responses (garm-behaviour B16). The charm writes a small JSON object there:
 
     {"config":"<16 hex>","enabled-at":"<RFC 3339>","logical":"small",
      "managed-by":"garm-charm","retired-at":"<RFC 3339>","delete-failures":2,
@@ -14,7 +14,7 @@ list responses (REFERENCE C14). The charm writes a small JSON object there:
 - `retired-at` starts the drain clock; it is written in the same PUT that retires, so the clock
   survives charm, hook and GARM restarts. `enabled-at` is set when a retired generation is
   re-enabled (its `created_at` is old, so the hand-over grace counts from here).
-- `delete-failures` counts deletes GARM answered 200 to but kept (REFERENCE C9), and
+- `delete-failures` counts deletes GARM answered 200 to but kept (garm-behaviour B15), and
   `delete-retry-at` is when the next delete is sent: the wait doubles with each kept delete.
 - `attempt` (when above 0) says which attempt at its spec's labels this scale set is: its name
   was made with that attempt number (`scaleset_naming`).

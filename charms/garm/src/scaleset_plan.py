@@ -37,9 +37,9 @@ from scaleset_report import (
 )
 from scaleset_spec import ScalesetSpec
 
-# GARM refuses to remove an instance in any other state (REFERENCE C13, §5.3).
+# GARM refuses to remove an instance in any other state (garm-behaviour B18).
 FORCEABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
-# A runner in one of these states is registered at GitHub and can take a job (REFERENCE §5.2).
+# A runner in one of these states is registered at GitHub and can take a job (garm-behaviour B17).
 ONLINE_RUNNER_STATUSES = frozenset({"idle", "active"})
 DEFAULT_RUNNER_GROUP = "Default"
 MAX_LABEL_RETRY = datetime.timedelta(hours=4)
@@ -778,7 +778,7 @@ def plan_retirement(
 
 
 def _retire_action(owner: str, scaleset: ScaleSet, marker: Marker) -> UpdateAction:
-    """One update that stops the listener and lets GARM remove idle runners (REFERENCE §4.7)."""
+    """One update that stops the listener and lets GARM remove idle runners (B14)."""
     return UpdateAction(
         owner=owner,
         scaleset_id=scaleset.id,
@@ -837,7 +837,7 @@ def orphan_owner(name: str) -> str:
 
 
 def _summarise(report: SpecReport, ready: bool) -> None:
-    """Set the spec's phase from its live scale set and predecessors (DESIGN §4 table)."""
+    """Set the spec's phase from its live scale set and predecessors (see the changeover doc)."""
     phases = {p.phase for p in report.predecessors}
     stopped = sum(p.forced for p in report.predecessors)
     report.jobs_stopped = stopped

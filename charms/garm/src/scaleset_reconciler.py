@@ -333,7 +333,7 @@ class _Executor:
         return None
 
     def _confirm_deletes(self) -> None:
-        """GARM may answer 200 and keep the scale set (REFERENCE C9): list again to know."""
+        """GARM may answer 200 and keep the scale set (garm-behaviour B15): list again to know."""
         self._relisted = self._api.list_scalesets()
         remaining = {scaleset.id for scaleset in self._relisted}
         for action in self._deleted:

@@ -14,7 +14,10 @@ from collections.abc import Sequence
 
 
 class Phase(enum.StrEnum):
-    """Where one spec stands in its changeover (DESIGN §4), or why it was not handled."""
+    """Where one spec stands in its changeover, or why it was not handled.
+
+    The phases are those of docs/explanation/scaleset-changeover.md.
+    """
 
     CREATING = "creating"
     HANDING_OVER = "handing_over"
@@ -28,7 +31,7 @@ class Phase(enum.StrEnum):
 
 
 STATUS_LIMIT = 120
-# Deletes GARM answered but did not carry out (REFERENCE C9) before the operator must look.
+# Deletes GARM answered but did not carry out (garm-behaviour B15) before the operator must look.
 REPEATED_DELETE_FAILURES = 3
 # A name longer than this is cut in status texts (the log and the action have it whole).
 NAME_LIMIT = 24
@@ -160,7 +163,7 @@ class ReconcileReport:
 
 
 def status_message(report: ReconcileReport, limit: int = 2) -> str:
-    """Return the short `juju status` text naming changeovers (DESIGN §5), or "".
+    """Return the short `juju status` text naming changeovers, or "".
 
     At most `limit` specs are named, then `+N more`; several predecessors of one spec are one
     entry. Force-removed runners are named with their jobs, since those jobs are stopped.
