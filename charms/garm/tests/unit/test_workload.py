@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from fake_systemctl import FAILURE_OUTPUT, FakeSystemctl, install_fake_systemctl
 
+import garm_version
+import install
 import workload
 from workload import (
     CommandError,
@@ -280,7 +282,7 @@ def _pin(monkeypatch: pytest.MonkeyPatch, name: str, content: bytes) -> None:
         binary=release.binary,
         sha256={"amd64": hashlib.sha256(content).hexdigest()},
     )
-    monkeypatch.setattr(workload, name, pinned)
+    monkeypatch.setattr(install, name, pinned)
 
 
 # Render -------------------------------------------------------------------------------------
@@ -836,7 +838,7 @@ def test_version_that_hangs_is_cut_short(tmp_path: Path, monkeypatch: pytest.Mon
 
     Assert: empty (unknown), returned at the deadline instead of hanging the hook.
     """
-    monkeypatch.setattr(workload, "VERSION_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(garm_version, "VERSION_TIMEOUT_SECONDS", 0.2)
     work = _installed_with_garm(tmp_path, b"#!/bin/sh\nexec sleep 30\n")
     started = time.monotonic()
 

@@ -1,0 +1,119 @@
+"""Installing GARM on this machine: its system user, its directories and both binaries.
+
+Which tarball each installed binary came from is recorded (sha256, root only), so an unchanged
+tarball is never extracted again and the service fingerprint sees a binary change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from releases import (
+    GARM_RELEASE,
+    PROVIDER_RELEASE,
+    Fetcher,
+    Release,
+    extract_member,
+    tarball_bytes,
+)
+from workload_config import ProxyConfig
+from workload_host import SYSTEM_USER, Paths, Runner, check_command, write_atomic
+
+logger = logging.getLogger(__name__)
+
+
+class Installer:
+    """Puts GARM's user, directories and binaries on the machine."""
+
+    def __init__(self, paths: Paths, *, run: Runner, fetch: Fetcher, arch: str) -> None:
+        self._paths = paths
+        self._run = run
+        self._fetch = fetch
+        self._arch = arch
+
+    def install(
+        self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
+    ) -> None:
+        """Create the user and directories and install both binaries.
+
+        Raises:
+            ResourceError: a tarball is missing, unverifiable or lacks its binary.
+            CommandError: creating the user or setting ownership failed.
+        """
+        self._ensure_user()
+        self._ensure_directories()
+        self._install_binary(GARM_RELEASE, garm_tarball, self._paths.garm_binary, proxy)
+        self._install_binary(
+            PROVIDER_RELEASE, provider_tarball, self._paths.provider_binary, proxy
+        )
+
+    def is_installed(self) -> bool:
+        """Whether both binaries are in place."""
+        return self._paths.garm_binary.is_file() and self._paths.provider_binary.is_file()
+
+    def installed_digests(self) -> dict[str, str]:
+        """Resource name -> sha256 of the tarball its binary was installed from."""
+        try:
+            loaded: Any = json.loads(self._paths.installed.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(loaded, dict):
+            return {}
+        entries: dict[Any, Any] = loaded  # pyright: ignore[reportUnknownVariableType]
+        return {str(key): str(value) for key, value in entries.items()}
+
+    def chown(self, path: Path) -> None:
+        """Give a file or directory to the garm user."""
+        check_command(self._run, ["chown", f"{SYSTEM_USER}:{SYSTEM_USER}", str(path)])
+
+    def _ensure_user(self) -> None:
+        if self._run(["id", "-u", SYSTEM_USER]).returncode == 0:
+            return
+        check_command(
+            self._run,
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                str(self._paths.data),
+                "--shell",
+                "/usr/sbin/nologin",
+                SYSTEM_USER,
+            ],
+        )
+
+    def _ensure_directories(self) -> None:
+        paths = self._paths
+        for path, mode, owned in (
+            (paths.etc, 0o750, True),
+            (paths.data, 0o750, True),
+            (paths.providers_dir, 0o755, False),
+            (paths.charm_state, 0o700, False),
+        ):
+            path.mkdir(parents=True, exist_ok=True)
+            path.chmod(mode)
+            if owned:
+                self.chown(path)
+        # Shared system directories: create when absent (a test root), never change their mode.
+        paths.garm_binary.parent.mkdir(parents=True, exist_ok=True)
+        paths.unit_file.parent.mkdir(parents=True, exist_ok=True)
+
+    def _install_binary(
+        self, release: Release, tarball: Path | None, target: Path, proxy: ProxyConfig
+    ) -> None:
+        content = tarball_bytes(release, tarball, proxy, arch=self._arch, fetch=self._fetch)
+        digest = hashlib.sha256(content).hexdigest()
+        installed = self.installed_digests()
+        if installed.get(release.resource) == digest and target.is_file():
+            return
+        binary = extract_member(release, content)
+        write_atomic(target, binary, 0o755)
+        installed[release.resource] = digest
+        write_atomic(self._paths.installed, json.dumps(installed).encode(), 0o600)
+        logger.info("installed %s from a tarball with sha256 %s", release.binary, digest)

@@ -1,0 +1,304 @@
+"""What GARM runs with, rendered: config.toml, provider files, environment file, systemd unit.
+
+Pure functions of the charm's values, except that a kept provider's files are read back from
+disk as they were last rendered.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import tomli_w
+
+from garm_version import garm_version_has_proxy_section
+from workload_config import GarmConfig, OpenStackProvider, ProxyConfig
+from workload_host import SYSTEM_USER, Paths, WorkloadError, write_atomic
+
+# garm-provider-openstack speaks GARM's external interface v0.1.0; v0.1.1 is broken in GARM
+# for ListInstances (garm-behaviour B7), so `interface_version` is left out on purpose.
+PROXY_VARIABLES: Final = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+JWT_TIME_TO_LIVE: Final = "8760h"
+# Never sent through a proxy, whatever the model says: GARM's own API, on this machine.
+LOOPBACK_NO_PROXY: Final = ("127.0.0.1", "localhost", "::1")
+
+# A rendered file: its content, its mode and whether the garm user owns it.
+RenderedFile = tuple[bytes, int, bool]
+# Gives a path to the garm user.
+Chown = Callable[[Path], None]
+
+
+def render_files(config: GarmConfig, paths: Paths) -> dict[Path, RenderedFile]:
+    """Every file the service reads: path -> (content, mode, owned by the garm user)."""
+    proxy = service_proxy(config.proxy, _auth_hosts(config, paths))
+    files: dict[Path, RenderedFile] = {
+        paths.config: (render_config(config, paths, proxy).encode(), 0o600, True),
+        paths.environment: (render_environment(proxy).encode(), 0o600, False),
+        paths.unit_file: (render_unit(paths).encode(), 0o644, False),
+    }
+    for provider in config.providers:
+        files[paths.provider_config(provider.name)] = (
+            render_provider_config(provider, paths).encode(),
+            0o600,
+            True,
+        )
+        files[paths.provider_clouds(provider.name)] = (
+            render_clouds_yaml(provider).encode(),
+            0o600,
+            True,
+        )
+    files.update(_kept_provider_files(config, paths))
+    return files
+
+
+def write_files(
+    files: Mapping[Path, RenderedFile], config: GarmConfig, paths: Paths, chown: Chown
+) -> None:
+    """Write each rendered file that differs on disk; remove providers GARM no longer runs."""
+    for path, (content, mode, owned) in files.items():
+        _write_if_changed(path, content, mode, owned=owned, paths=paths, chown=chown)
+    _remove_stale_providers(config, paths)
+
+
+def rendered_provider_names(paths: Paths) -> frozenset[str]:
+    """The providers whose files are on disk: what the last apply rendered or kept."""
+    base = paths.provider_dirs
+    if not base.is_dir():
+        return frozenset()
+    return frozenset(
+        directory.name
+        for directory in base.iterdir()
+        if paths.provider_config(directory.name).is_file()
+    )
+
+
+def _auth_hosts(config: GarmConfig, paths: Paths) -> list[str]:
+    """The OpenStack auth URLs' hosts of every provider GARM runs, kept ones included.
+
+    A kept provider's host is read back from its clouds.yaml, so NO_PROXY (and with it the
+    service) stays the same when a provider goes from rendered to kept.
+    """
+    hosts = [_url_host(provider.auth_url) for provider in config.providers]
+    for name in config.kept_only:
+        hosts.append(_url_host(_clouds_auth_url(paths.provider_clouds(name), name)))
+    return hosts
+
+
+def _kept_provider_files(config: GarmConfig, paths: Paths) -> dict[Path, RenderedFile]:
+    """Each kept provider's files as they are on disk.
+
+    They are "written" unchanged and fingerprinted exactly as when they were rendered, so
+    a provider going from rendered to kept never restarts GARM.
+    """
+    files: dict[Path, RenderedFile] = {}
+    for name in config.kept_only:
+        for path in (paths.provider_config(name), paths.provider_clouds(name)):
+            if path.is_file():
+                files[path] = (path.read_bytes(), 0o600, True)
+    return files
+
+
+def _write_if_changed(
+    path: Path, content: bytes, mode: int, *, owned: bool, paths: Paths, chown: Chown
+) -> None:
+    if path.is_file() and path.read_bytes() == content and (path.stat().st_mode & 0o777) == mode:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if owned and path.parent != paths.etc:
+        path.parent.chmod(0o750)
+        chown(path.parent)
+    write_atomic(path, content, mode)
+    if owned:
+        chown(path)
+
+
+def _remove_stale_providers(config: GarmConfig, paths: Paths) -> None:
+    base = paths.provider_dirs
+    if not base.is_dir():
+        return
+    wanted = set(config.provider_names)
+    for directory in sorted(base.iterdir()):
+        if directory.is_dir() and directory.name not in wanted:
+            for file in directory.iterdir():
+                file.unlink()
+            directory.rmdir()
+
+
+def render_config(config: GarmConfig, paths: Paths, proxy: Mapping[str, str]) -> str:
+    """GARM's config.toml, with `proxy` (see `service_proxy`) where the GARM reads [proxy]."""
+    document: dict[str, Any] = {
+        "logging": {"log_level": config.log_level, "log_format": "text"},
+        "metrics": {"enable": True, "disable_auth": True},
+        "jwt_auth": {"secret": config.jwt_secret, "time_to_live": JWT_TIME_TO_LIVE},
+        # An IP literal: GARM rejects host names here.
+        "apiserver": {"bind": "0.0.0.0", "port": config.port, "use_tls": False},  # noqa: S104
+        "database": _database_section(config, paths),
+        "provider": [_provider_section(name, paths) for name in config.provider_names],
+    }
+    if proxy and garm_version_has_proxy_section(config.garm_version) is not False:
+        document["proxy"] = {key.lower(): value for key, value in proxy.items()}
+    if not document["provider"]:
+        del document["provider"]
+    return tomli_w.dumps(document)
+
+
+def _database_section(config: GarmConfig, paths: Paths) -> dict[str, Any]:
+    if config.postgres is None:
+        return {
+            "backend": "sqlite3",
+            "passphrase": config.db_passphrase,
+            "sqlite3": {"db_file": str(paths.sqlite_db)},
+        }
+    postgres = config.postgres
+    return {
+        "backend": "postgresql",
+        "passphrase": config.db_passphrase,
+        "postgresql": {
+            "hostname": postgres.hostname,
+            "port": postgres.port,
+            "username": postgres.username,
+            "password": postgres.password,
+            "database": postgres.database,
+            "sslmode": postgres.sslmode,
+        },
+    }
+
+
+def _provider_section(name: str, paths: Paths) -> dict[str, Any]:
+    """Only the name shapes the entry, so a kept provider's entry stays as it was rendered."""
+    return {
+        "name": name,
+        "provider_type": "external",
+        "description": f"OpenStack provider {name}",
+        "external": {
+            "provider_executable": str(paths.provider_binary),
+            "config_file": str(paths.provider_config(name)),
+            "environment_variables": list(PROXY_VARIABLES),
+        },
+    }
+
+
+def render_provider_config(provider: OpenStackProvider, paths: Paths) -> str:
+    """garm-provider-openstack's config.toml: which cloud, where its credentials are."""
+    return tomli_w.dumps(
+        {
+            "cloud": provider.name,
+            # A name or an id: the provider resolves either (GetNetwork in its client package).
+            "network_id": provider.network,
+            "credentials": {"clouds": str(paths.provider_clouds(provider.name))},
+        }
+    )
+
+
+def render_clouds_yaml(provider: OpenStackProvider) -> str:
+    """The clouds.yaml garm-provider-openstack reads (gophercloud clientconfig format).
+
+    Every scalar is a JSON string, which YAML reads as a double-quoted string, so no value
+    can break the document.
+    """
+    auth = {
+        "auth_url": provider.auth_url,
+        "username": provider.username,
+        "password": provider.password,
+        "project_name": provider.project_name,
+        "user_domain_name": provider.user_domain_name,
+        "project_domain_name": provider.project_domain_name,
+    }
+    lines = ["clouds:", f"  {json.dumps(provider.name)}:", "    auth:"]
+    lines += [f"      {key}: {json.dumps(value)}" for key, value in auth.items()]
+    if provider.region_name:
+        lines.append(f"    region_name: {json.dumps(provider.region_name)}")
+    lines.append('    identity_api_version: "3"')
+    return "\n".join(lines) + "\n"
+
+
+def service_proxy(proxy: ProxyConfig, auth_hosts: Sequence[str]) -> dict[str, str]:
+    """The proxy variables GARM runs with; empty when the model has no proxy.
+
+    NO_PROXY always covers loopback and `auth_hosts` (the OpenStack auth URLs' hosts):
+    Keystone sits on the cloud's own network, and the provider inherits these variables.
+    """
+    if not proxy.http_proxy and not proxy.https_proxy:
+        return {}
+    no_proxy = [host.strip() for host in proxy.no_proxy.split(",") if host.strip()]
+    no_proxy += [*LOOPBACK_NO_PROXY, *auth_hosts]
+    variables = {
+        "HTTP_PROXY": proxy.http_proxy,
+        "HTTPS_PROXY": proxy.https_proxy,
+        "NO_PROXY": ",".join(dict.fromkeys(host for host in no_proxy if host)),
+    }
+    return {name: value for name, value in variables.items() if value}
+
+
+def render_environment(proxy: Mapping[str, str]) -> str:
+    """The service's EnvironmentFile: the model's proxy in both spellings programs read.
+
+    GARM v0.2.1 reaches a proxy only through its environment; a file (0600, read by systemd as
+    root) keeps a proxy password out of the world-readable unit and `systemctl show`.
+
+    Raises:
+        WorkloadError: a value holds a control character, which could smuggle in a variable.
+    """
+    lines = ["# Managed by the garm charm: the model's proxy settings."]
+    for name, value in proxy.items():
+        if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+            raise WorkloadError(f"the model's {name} setting holds a control character")
+        quoted = value.replace("\\", "\\\\").replace('"', '\\"')
+        lines += [f'{name}="{quoted}"', f'{name.lower()}="{quoted}"']
+    return "\n".join(lines) + "\n"
+
+
+def _clouds_auth_url(path: Path, cloud: str) -> str:
+    """The auth URL in a clouds.yaml the charm rendered; empty when unreadable."""
+    import yaml  # noqa: PLC0415 - only when a provider is kept, not in every hook
+
+    try:
+        document: Any = yaml.safe_load(path.read_text())
+        return str(document["clouds"][cloud]["auth"]["auth_url"])
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return ""
+
+
+def _url_host(url: str) -> str:
+    try:
+        return urllib.parse.urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
+
+
+def render_unit(paths: Paths) -> str:
+    """The hardened systemd unit."""
+    return f"""\
+[Unit]
+Description=GARM, the GitHub Actions Runner Manager (managed by the garm charm)
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=simple
+User={SYSTEM_USER}
+Group={SYSTEM_USER}
+EnvironmentFile={paths.environment}
+ExecStart={paths.garm_binary} --config {paths.config}
+ExecReload=/bin/kill -HUP $MAINPID
+Restart=on-failure
+RestartSec=5s
+NoNewPrivileges=yes
+ProtectSystem=strict
+ReadWritePaths={paths.data}
+PrivateTmp=yes
+ProtectHome=yes
+
+[Install]
+WantedBy=multi-user.target
+"""
