@@ -36,6 +36,7 @@ from garm_api import (
     GarmNotInitialised,
     GarmServerError,
     GarmUnreachable,
+    WireFormatError,
 )
 from garm_bootstrap import (
     BootstrapError,
@@ -337,6 +338,8 @@ class GarmCharm(ops.CharmBase):
             return ops.WaitingStatus("waiting for GARM to start")
         except BootstrapError as error:
             return ops.BlockedStatus(str(error))
+        except (GarmServerError, WireFormatError) as error:
+            return _interrupted(error)
         except GarmApiError as error:
             return ops.BlockedStatus(f"GARM refused its bootstrap: {error}")
         return None
@@ -427,6 +430,11 @@ def _interrupted(error: GarmError | WorkloadError) -> ops.StatusBase:
     if isinstance(error, GarmServerError):
         return ops.WaitingStatus(
             f"GARM failed {error.operation} (HTTP {error.status}); retrying at the next hook"
+        )
+    if isinstance(error, WireFormatError):
+        return ops.WaitingStatus(
+            f"GARM answered {error.operation or 'a call'} with an unreadable body; "
+            "retrying at the next hook"
         )
     if isinstance(error, WorkloadError):
         return ops.BlockedStatus(f"cannot run GARM: {error}")

@@ -25,6 +25,7 @@ from garm_api import (
     GarmUnauthorized,
     GarmUnreachable,
     GarmUrlsRequired,
+    WireFormatError,
 )
 
 logger = logging.getLogger(__name__)
@@ -179,8 +180,8 @@ def wait_until_serving(
 ) -> bool:
     """Wait until GARM answers HTTP at all; True once it does, False after the timeout.
 
-    Any answer counts, refusals included (409 before first-run, 401 without a token): only an
-    outage means GARM is not listening yet.
+    Any answer counts, refusals and unreadable bodies included (409 before first-run, 401
+    without a token): only an outage means GARM is not listening yet.
 
     Args:
         client: the client to probe with.
@@ -192,7 +193,7 @@ def wait_until_serving(
     while True:
         try:
             client.controller_info()
-        except GarmApiError:
+        except (GarmApiError, WireFormatError):
             return True
         except GarmUnreachable:
             if clock() >= deadline:
