@@ -204,8 +204,10 @@ def charm_machine(sim: GarmSim) -> Iterator[testing.State]:
         mock.patch.object(charm, "Workload", return_value=workload),
         mock.patch.object(charm, "datetime", sim_datetime_module(sim.clock)),
     ):
-        password = testing.Secret(tracked_content={"password": "demo-openstack-password"})
-        key = testing.Secret(tracked_content={"private-key": pkcs1_app_key()})
+        password = testing.Secret(
+            tracked_content={"password": "demo-openstack-password", "app": "small"}
+        )
+        key = testing.Secret(tracked_content={"private-key": pkcs1_app_key(), "app": "small"})
         state = testing.State(leader=True, secrets={password, key})
         relation = testing.Relation(
             "garm-configurator",
@@ -222,8 +224,13 @@ def charm_machine(sim: GarmSim) -> Iterator[testing.State]:
 
 def databag(labels: tuple[str, ...], state: testing.State) -> dict[str, str]:
     """What configurator `small` publishes: one scale set for org `acme` and its secrets."""
+    # Only `small`'s own secrets: garm's admin secret also has a `password` key.
     password, key = (
-        next(s for s in state.secrets if field in s.tracked_content)
+        next(
+            s
+            for s in state.secrets
+            if field in s.tracked_content and s.tracked_content.get("app") == "small"
+        )
         for field in ("password", "private-key")
     )
     return published_databag(labels, password_secret_id=password.id, private_key_secret_id=key.id)

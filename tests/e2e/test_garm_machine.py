@@ -103,8 +103,13 @@ class Walk:
     def publish(self, labels: tuple[str, ...]) -> None:
         """Configurator `small` publishes `labels`: relation-changed."""
         relation = next(r for r in self.state.relations if r.endpoint == "garm-configurator")
+        # Only `small`'s own secrets: garm's admin secret also has a `password` key.
         password, key = (
-            next(s for s in self.state.secrets if field in s.tracked_content)
+            next(
+                s
+                for s in self.state.secrets
+                if field in s.tracked_content and s.tracked_content.get("app") == "small"
+            )
             for field in ("password", "private-key")
         )
         data = published_databag(
@@ -163,8 +168,9 @@ def walk(
         ),
     }
     secrets = {
-        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD}),
-        testing.Secret(tracked_content={"private-key": pkcs1_app_key()}),
+        # Both name configurator `small` as their publisher, as its app-owned copies do.
+        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD, "app": "small"}),
+        testing.Secret(tracked_content={"private-key": pkcs1_app_key(), "app": "small"}),
     }
     relations: set[testing.RelationBase] = set()
     if database is not None:

@@ -4,6 +4,10 @@ Each configurator application contributes one scale set (a `ScalesetSpec`), one 
 provider named after the application, and one GitHub App binding for its entity. Relations are
 read in a stable order (by relation id) so the result does not flip between hooks.
 
+A configurator is trusted with its own secrets only: a secret garm owns (its admin credentials)
+or one that does not name the publishing application is refused, and the relation is reported
+(docs/adr/0007-configurator-secrets-name-their-publisher.md).
+
 The result says whether it is `complete`: only when every related configurator published valid
 data and its secrets could be read may the scale-set reconciler remove scale sets whose spec is
 gone. A relation that exists but has not published (or published something invalid) must never
@@ -59,9 +63,14 @@ def read_configurators(model: ops.Model, relations: Iterable[ops.Relation]) -> D
         app_name = relation.app.name
         try:
             data = interface.read_relation(relation)
-            secrets = interface.fetch_secrets(model, data)
+            secrets = interface.fetch_secrets(model, data, publisher=app_name)
         except interface.NotPublishedError:
             waiting.append(app_name)
+            continue
+        except interface.UntrustedSecretError as error:
+            # Never retried into use: only the configurator publishing its own secret fixes it.
+            logger.warning("garm-configurator %s: %s", app_name, error)
+            problems.append(f"relation {relation.name}:{relation.id} ({app_name}): {error}")
             continue
         except interface.ConfiguratorDataError as error:
             logger.warning("garm-configurator %s: %s", app_name, error)

@@ -20,6 +20,7 @@ from workload_double import RecordingWorkload
 
 import charm
 from garm_api import GarmClient
+from garm_bootstrap import ADMIN_LABEL
 from garm_sim import GarmSim
 
 OPENSTACK_PASSWORD = "openstack-Pa55word-of-the-cloud"
@@ -53,8 +54,8 @@ def configurator(
 ) -> Configurator:
     """A configurator `small` that published a scale set for org `acme`."""
     password, key = secrets or (
-        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD}),
-        testing.Secret(tracked_content={"private-key": app_key}),
+        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD, "app": "small"}),
+        testing.Secret(tracked_content={"private-key": app_key, "app": "small"}),
     )
     relation = testing.Relation(
         "garm-configurator",
@@ -422,8 +423,10 @@ def test_readded_configurator_renders_its_provider_from_new_data(
     renewed = configurator(
         app_key,
         secrets=[
-            testing.Secret(tracked_content={"password": "a-New-openstack-pa55word"}),
-            testing.Secret(tracked_content={"private-key": app_key}),
+            testing.Secret(
+                tracked_content={"password": "a-New-openstack-pa55word", "app": "small"}
+            ),
+            testing.Secret(tracked_content={"private-key": app_key, "app": "small"}),
         ],
     )
 
@@ -437,3 +440,66 @@ def test_readded_configurator_renders_its_provider_from_new_data(
     (provider,) = workload.applied[-1].providers
     assert provider.password == "a-New-openstack-pa55word"
     assert workload.applied[-1].kept_providers == ()
+
+
+def test_configurator_pointing_at_garms_admin_secret_is_refused(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` publishes the id of garm's own admin secret as its OpenStack password.
+
+    (The admin secret's key `password` has the name the relation expects.)
+
+    Act: config-changed on the leader.
+    Assert: Blocked naming the relation; the admin password is in no rendered provider and
+    GARM holds no credentials or scale set from that relation; the status holds no secret.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    alone = dataclasses.replace(
+        leader_state(sim, resources, configurator(app_key)), relations=set(), secrets=set()
+    )
+    bootstrapped = ctx.run(ctx.on.config_changed(), alone)
+    admin = next(secret for secret in bootstrapped.secrets if secret.label == ADMIN_LABEL)
+    admin_password = admin.tracked_content["password"]
+    key = testing.Secret(tracked_content={"private-key": app_key, "app": "small"})
+    related = configurator(app_key, secrets=[admin, key])
+    state = dataclasses.replace(
+        bootstrapped, relations={related.relation}, secrets={*bootstrapped.secrets, key}
+    )
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    relation_id = related.relation.id
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert out.unit_status.message.startswith(
+        f"relation garm-configurator:{relation_id} (small): secret {admin.id} is owned by"
+    )
+    assert len(out.unit_status.message) <= 120
+    assert admin_password not in out.unit_status.message
+    assert all(not config.providers for config in workload.applied)
+    api = garm_api_of(sim)
+    assert api.list_github_credentials() == []
+    assert api.list_scalesets() == []
+
+
+def test_configurator_pointing_at_another_configurators_secret_is_refused(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` publishes ids of secrets that name configurator `large` as publisher.
+
+    Act: config-changed. Assert: Blocked naming the relation and the publisher; nothing rendered.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    related = configurator(
+        app_key,
+        secrets=[
+            testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD, "app": "large"}),
+            testing.Secret(tracked_content={"private-key": app_key, "app": "large"}),
+        ],
+    )
+
+    out = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, related))
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert "(small): secret" in out.unit_status.message
+    assert "does not name small: refused" in out.unit_status.message
+    assert all(not config.providers for config in workload.applied)
