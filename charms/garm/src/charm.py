@@ -448,6 +448,10 @@ def _database_unusable(database: DatabaseState, version: str) -> ops.StatusBase 
     """
     if database.status is DatabaseStatus.PENDING:
         return ops.WaitingStatus("waiting for the database relation to share credentials")
+    if database.status is DatabaseStatus.INVALID:
+        return ops.BlockedStatus(
+            f"database: {database.problem}; fix the PostgreSQL endpoint or remove the relation"
+        )
     if database.postgres is not None and garm_version_supports_postgresql(version) is False:
         return ops.BlockedStatus(
             f"database: GARM {version} has no PostgreSQL backend; attach a garm-binary "

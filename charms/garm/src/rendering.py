@@ -41,11 +41,15 @@ Chown = Callable[[Path], None]
 def render_files(config: GarmConfig, paths: Paths) -> dict[Path, RenderedFile]:
     """Every file the service reads: path -> (content, mode, owned by the garm user)."""
     proxy = service_proxy(config.proxy, _auth_hosts(config, paths))
+    database = _database_environment(config, paths)
     files: dict[Path, RenderedFile] = {
         paths.config: (render_config(config, paths, proxy).encode(), 0o600, True),
-        paths.environment: (render_environment(proxy).encode(), 0o600, False),
+        paths.environment: (render_environment(proxy, database).encode(), 0o600, False),
         paths.unit_file: (render_unit(paths).encode(), 0o644, False),
     }
+    if database:
+        ca_cert = config.postgres.ca_cert if config.postgres else ""
+        files[paths.postgresql_ca] = (ca_cert.encode(), 0o600, True)
     for provider in config.providers:
         files[paths.provider_config(provider.name)] = (
             render_provider_config(provider, paths).encode(),
@@ -68,6 +72,16 @@ def write_files(
     for path, (content, mode, owned) in files.items():
         _write_if_changed(path, content, mode, owned=owned, paths=paths, chown=chown)
     _remove_stale_providers(config, paths)
+
+
+def _database_environment(config: GarmConfig, paths: Paths) -> dict[str, str]:
+    """PGSSLROOTCERT when the database's CA is given (garm-behaviour B21).
+
+    GARM's config has no key for the CA; its PostgreSQL driver reads libpq's variables.
+    """
+    if config.postgres is None or not config.postgres.ca_cert:
+        return {}
+    return {"PGSSLROOTCERT": str(paths.postgresql_ca)}
 
 
 def rendered_provider_names(paths: Paths) -> frozenset[str]:
@@ -240,8 +254,10 @@ def service_proxy(proxy: ProxyConfig, auth_hosts: Sequence[str]) -> dict[str, st
     return {name: value for name, value in variables.items() if value}
 
 
-def render_environment(proxy: Mapping[str, str]) -> str:
-    """The service's EnvironmentFile: the model's proxy in both spellings programs read.
+def render_environment(proxy: Mapping[str, str], database: Mapping[str, str] | None = None) -> str:
+    """The service's EnvironmentFile: the model's proxy, and the database driver's variables.
+
+    The proxy goes in both spellings programs read, `database` as given.
 
     GARM v0.2.1 reaches a proxy only through its environment; a file (0600, read by systemd as
     root) keeps a proxy password out of the world-readable unit and `systemctl show`.
@@ -255,6 +271,7 @@ def render_environment(proxy: Mapping[str, str]) -> str:
             raise WorkloadError(f"the model's {name} setting holds a control character")
         quoted = value.replace("\\", "\\\\").replace('"', '\\"')
         lines += [f'{name}="{quoted}"', f'{name.lower()}="{quoted}"']
+    lines += [f'{name}="{value}"' for name, value in (database or {}).items()]
     return "\n".join(lines) + "\n"
 
 

@@ -42,6 +42,8 @@ class PostgresConfig:
     password: str = dataclasses.field(repr=False)
     database: str
     sslmode: str = "prefer"
+    # The provider's CA (PEM) when it serves TLS: GARM verifies the server against it.
+    ca_cert: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -113,6 +113,11 @@ class Paths:
         return self.etc / "garm.env"
 
     @property
+    def postgresql_ca(self) -> Path:
+        """The PostgreSQL provider's CA, which GARM verifies the database server against."""
+        return self.etc / "postgresql-ca.pem"
+
+    @property
     def data(self) -> Path:
         """GARM's state directory (the only one the service may write)."""
         return self.root / "var" / "lib" / "garm"

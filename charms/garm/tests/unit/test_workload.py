@@ -397,6 +397,31 @@ def test_rendered_postgresql_section(installed: Workload):
         "database": "garm",
         "sslmode": "prefer",
     }
+    assert not installed.paths.postgresql_ca.exists()
+    assert "PGSSLROOTCERT" not in installed.paths.environment.read_text()
+
+
+def test_postgresql_ca_is_written_and_named_in_the_environment(installed: Workload):
+    """Arrange: a PostgreSQL provider serving TLS with its CA. Act: apply.
+
+    Assert: sslmode verify-full in config.toml; the CA in its own private file, named by
+    PGSSLROOTCERT in the service's environment (GARM's config has no key for it).
+    """
+    ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
+    postgres = PostgresConfig(
+        "db.example.com", 5432, "u", "pg-pass", "garm", sslmode="verify-full", ca_cert=ca
+    )
+
+    installed.apply(config(postgres=postgres))
+
+    database = tomllib.loads(installed.paths.config.read_text())["database"]
+    assert database["postgresql"]["sslmode"] == "verify-full"
+    assert installed.paths.postgresql_ca.read_text() == ca
+    assert mode(installed.paths.postgresql_ca) == 0o600
+    assert (
+        f'PGSSLROOTCERT="{installed.paths.postgresql_ca}"'
+        in installed.paths.environment.read_text().splitlines()
+    )
 
 
 def test_secret_files_are_private_and_owned_by_garm(installed: Workload, runner: RecordingRunner):
