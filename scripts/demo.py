@@ -54,6 +54,7 @@ def main() -> int:
         demo = Demo(sim, testing.Context(charm.GarmCharm), state)
         print(f"GARM simulator on {sim.url}, clock frozen; the garm charm runs in ops.testing")
         demo.phase("1. configurator 'small' publishes labels linux,x64")
+        demo.hook("install", "creates GARM's secrets; GARM waits for them to read back")
         demo.hook("config-changed", "bootstraps GARM, adds App credentials, org and scale set")
         demo.pass_grace()
         demo.hook("update-status", "converged")
@@ -114,6 +115,8 @@ class Demo:
         return status.message
 
     def _event(self, name: str):
+        if name == "install":
+            return self.ctx.on.install()
         if name == "config-changed":
             return self.ctx.on.config_changed()
         if name == "relation-changed":
@@ -140,8 +143,12 @@ class Demo:
         self.hook("relation-changed", note)
 
     def scalesets(self) -> list[Row]:
-        """GARM's scale sets, as its API lists them, oldest first."""
-        api = GarmClient(self.sim.url, token=self.sim.token())
+        """GARM's scale sets, as its API lists them, oldest first; none before first-run."""
+        try:
+            token = self.sim.token()
+        except LookupError:
+            return []
+        api = GarmClient(self.sim.url, token=token)
         instances = api.list_instances()
         return [
             Row(

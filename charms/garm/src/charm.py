@@ -185,6 +185,8 @@ class GarmCharm(ops.CharmBase):
 
     def _run_garm(self, config: CharmConfig, proxy: ProxyConfig, version: str) -> ops.StatusBase:
         creds = ensure_secrets(self._secrets)
+        if creds is None:
+            return ops.WaitingStatus("created GARM's secrets; GARM is configured at the next hook")
         database = self._database.state()
         unusable = _database_unusable(database, version)
         if unusable is not None:

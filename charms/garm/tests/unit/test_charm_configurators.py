@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import secrets
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +21,13 @@ from workload_double import RecordingWorkload
 
 import charm
 from garm_api import GarmClient
-from garm_bootstrap import ADMIN_LABEL
+from garm_bootstrap import (
+    ADMIN_LABEL,
+    ADMIN_USERNAME,
+    DB_PASSPHRASE_LABEL,
+    JWT_SECRET_LABEL,
+    new_passphrase,
+)
 from garm_sim import GarmSim
 
 OPENSTACK_PASSWORD = "openstack-Pa55word-of-the-cloud"
@@ -70,14 +77,30 @@ def configurator(
 def leader_state(
     sim: GarmSim, resources: frozenset[testing.Resource], related: Configurator, **extra: Any
 ) -> testing.State:
-    """The leader, configured to reach the simulator, with one configurator related."""
+    """The leader, configured to reach the simulator, with one configurator related.
+
+    garm's own secrets exist, as an earlier hook created them.
+    """
     return testing.State(
         leader=True,
         resources=resources,
         config={"port": sim.port, "external-url": "https://garm.example.com", **extra},
         relations={related.relation},
-        secrets=set(related.secrets),
+        secrets={*related.secrets, *garm_secrets()},
     )
+
+
+def garm_secrets() -> list[testing.Secret]:
+    """The garm app's own bootstrap secrets, as strong as GARM (and the simulator) wants them."""
+    return [
+        testing.Secret({"secret": secrets.token_urlsafe(48)}, owner="app", label=JWT_SECRET_LABEL),
+        testing.Secret({"passphrase": new_passphrase()}, owner="app", label=DB_PASSPHRASE_LABEL),
+        testing.Secret(
+            {"username": ADMIN_USERNAME, "password": secrets.token_urlsafe(32)},
+            owner="app",
+            label=ADMIN_LABEL,
+        ),
+    ]
 
 
 def garm_api_of(sim: GarmSim) -> GarmClient:
@@ -454,17 +477,12 @@ def test_configurator_pointing_at_garms_admin_secret_is_refused(
     GARM holds no credentials or scale set from that relation; the status holds no secret.
     """
     ctx = testing.Context(charm.GarmCharm)
-    alone = dataclasses.replace(
-        leader_state(sim, resources, configurator(app_key)), relations=set(), secrets=set()
-    )
-    bootstrapped = ctx.run(ctx.on.config_changed(), alone)
-    admin = next(secret for secret in bootstrapped.secrets if secret.label == ADMIN_LABEL)
+    own = garm_secrets()
+    admin = next(secret for secret in own if secret.label == ADMIN_LABEL)
     admin_password = admin.tracked_content["password"]
     key = testing.Secret(tracked_content={"private-key": app_key, "app": "small"})
     related = configurator(app_key, secrets=[admin, key])
-    state = dataclasses.replace(
-        bootstrapped, relations={related.relation}, secrets={*bootstrapped.secrets, key}
-    )
+    state = dataclasses.replace(leader_state(sim, resources, related), secrets={*own, key})
 
     out = ctx.run(ctx.on.config_changed(), state)
 
