@@ -10,17 +10,25 @@ import dataclasses
 import hashlib
 import io
 import tarfile
-import urllib.request
+import time
 from collections.abc import Callable, Mapping
+from http import HTTPStatus
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from workload_config import ProxyConfig
 from workload_host import PROVIDER_BINARY, ResourceError
 
 GARM_RESOURCE: Final = "garm-binary"
 PROVIDER_RESOURCE: Final = "garm-provider-openstack"
-DOWNLOAD_TIMEOUT_SECONDS: Final = 120
+CONNECT_TIMEOUT_SECONDS: Final = 15.0
+# Between two reads, not for the whole body: the deadline below bounds that.
+READ_TIMEOUT_SECONDS: Final = 60.0
+DOWNLOAD_DEADLINE_SECONDS: Final = 600.0
+# GARM's release tarballs are about 20 MiB; the cap stops a wrong or hostile answer filling /var.
+MAX_DOWNLOAD_BYTES: Final = 256 * 1024 * 1024
+CHUNK_BYTES: Final = 64 * 1024
+SYSTEM_CA_BUNDLE: Final = Path("/etc/ssl/certs/ca-certificates.crt")
 
 Fetcher = Callable[[str, ProxyConfig], bytes]
 
@@ -111,11 +119,110 @@ def tarball_bytes(
     return content
 
 
-def fetch_url(url: str, proxy: ProxyConfig) -> bytes:
-    """Download a URL through the model's proxy."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler(proxy.as_urllib_proxies()))
-    with opener.open(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:
-        return bytes(response.read())
+class DownloadError(OSError):
+    """A download failed; the message says how, never a URL or a proxy's credentials."""
+
+
+class Downloader:
+    """Downloads one URL with `requests`, bounded in every way a download can go wrong.
+
+    Streamed, through the model's proxy only, TLS verified against the system's CAs, with
+    connect and read timeouts, an overall deadline and a size cap.
+
+    The hook's own environment (other proxy variables, .netrc, CA overrides) is ignored: the
+    model's proxy settings are the only ones that apply.
+    """
+
+    def __init__(
+        self,
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT_SECONDS,
+        read_timeout: float = READ_TIMEOUT_SECONDS,
+        deadline: float = DOWNLOAD_DEADLINE_SECONDS,
+        max_bytes: int = MAX_DOWNLOAD_BYTES,
+        ca_bundle: Path = SYSTEM_CA_BUNDLE,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._timeouts = (connect_timeout, read_timeout)
+        self._deadline = deadline
+        self._max_bytes = max_bytes
+        self._ca_bundle = ca_bundle
+        self._clock = clock
+
+    def __call__(self, url: str, proxy: ProxyConfig) -> bytes:
+        """The body at `url`.
+
+        Raises:
+            DownloadError: refused, unreachable, not verified, too slow or too large.
+        """
+        import requests  # noqa: PLC0415 - only a hook that downloads pays for the import
+
+        session = requests.Session()
+        session.trust_env = False
+        verify: str | bool = str(self._ca_bundle) if self._ca_bundle.is_file() else True
+        try:
+            with session.get(
+                url,
+                stream=True,
+                timeout=self._timeouts,
+                proxies=_proxies_for(url, proxy),
+                verify=verify,
+                allow_redirects=True,
+            ) as response:
+                if response.status_code != HTTPStatus.OK:
+                    raise DownloadError(f"HTTP {response.status_code}")
+                return self._body(response)
+        except requests.RequestException as error:
+            raise DownloadError(_describe(error)) from None
+        finally:
+            session.close()
+
+    def _body(self, response: Any) -> bytes:
+        declared = str(response.headers.get("Content-Length", ""))
+        if declared.isdigit() and int(declared) > self._max_bytes:
+            raise DownloadError(f"larger than {self._max_bytes} bytes")
+        ends = self._clock() + self._deadline
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_content(CHUNK_BYTES):
+            size += len(chunk)
+            if size > self._max_bytes:
+                raise DownloadError(f"larger than {self._max_bytes} bytes")
+            if self._clock() > ends:
+                raise DownloadError(f"not done within {self._deadline:g}s")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _proxies_for(url: str, proxy: ProxyConfig) -> dict[str, str]:
+    """The model's proxies for `url`, none when its NO_PROXY covers the URL's host."""
+    from requests.utils import should_bypass_proxies  # noqa: PLC0415
+
+    if proxy.no_proxy and should_bypass_proxies(url, no_proxy=proxy.no_proxy):
+        return {}
+    proxies = {"http": proxy.http_proxy, "https": proxy.https_proxy}
+    return {scheme: address for scheme, address in proxies.items() if address}
+
+
+def _describe(error: BaseException) -> str:
+    """A short, secret-free reason: requests' messages carry URLs, a proxy's included."""
+    import requests  # noqa: PLC0415
+
+    reasons: tuple[tuple[type[BaseException], str], ...] = (
+        (requests.exceptions.SSLError, "TLS verification failed"),
+        (requests.exceptions.ProxyError, "the proxy refused or failed"),
+        (requests.exceptions.ConnectTimeout, "connection timed out"),
+        (requests.exceptions.ReadTimeout, "read timed out"),
+        (requests.exceptions.ConnectionError, "connection failed"),
+        (requests.exceptions.TooManyRedirects, "too many redirects"),
+    )
+    for kind, reason in reasons:
+        if isinstance(error, kind):
+            return reason
+    return type(error).__name__
+
+
+fetch_url: Final = Downloader()
 
 
 def extract_member(release: Release, content: bytes) -> bytes:

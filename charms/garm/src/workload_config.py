@@ -26,11 +26,6 @@ class ProxyConfig:
             no_proxy=environ.get("JUJU_CHARM_NO_PROXY", ""),
         )
 
-    def as_urllib_proxies(self) -> dict[str, str]:
-        """The mapping urllib's ProxyHandler takes."""
-        proxies = {"http": self.http_proxy, "https": self.https_proxy, "no": self.no_proxy}
-        return {scheme: url for scheme, url in proxies.items() if url}
-
 
 @dataclasses.dataclass(frozen=True)
 class PostgresConfig:

@@ -955,13 +955,12 @@ def test_garm_version_supports_postgresql(version: str, supported: bool | None):
 
 
 def test_proxy_from_juju_environment():
-    """Arrange: Juju's proxy variables. Act: read them. Assert: mapped, urllib mapping too."""
+    """Arrange: Juju's proxy variables. Act: read them. Assert: mapped."""
     proxy = ProxyConfig.from_environment(
         {"JUJU_CHARM_HTTPS_PROXY": "http://squid:3128", "JUJU_CHARM_NO_PROXY": "127.0.0.1"}
     )
 
     assert proxy == ProxyConfig("", "http://squid:3128", "127.0.0.1")
-    assert proxy.as_urllib_proxies() == {"https": "http://squid:3128", "no": "127.0.0.1"}
 
 
 def test_backend_marker_is_private_and_remembered(installed: Workload):
