@@ -21,7 +21,15 @@ from releases import (
     tarball_bytes,
 )
 from workload_config import ProxyConfig
-from workload_host import SYSTEM_USER, Paths, Runner, check_command, write_atomic
+from workload_host import (
+    SYSTEM_USER,
+    IdLookup,
+    Paths,
+    Runner,
+    check_command,
+    ensure_directory,
+    write_atomic,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -29,9 +37,12 @@ logger = logging.getLogger(__name__)
 class Installer:
     """Puts GARM's user, directories and binaries on the machine."""
 
-    def __init__(self, paths: Paths, *, run: Runner, fetch: Fetcher, arch: str) -> None:
+    def __init__(
+        self, paths: Paths, *, run: Runner, fetch: Fetcher, arch: str, ids: IdLookup
+    ) -> None:
         self._paths = paths
         self._run = run
+        self._ids = ids
         self._fetch = fetch
         self._arch = arch
 
@@ -66,9 +77,9 @@ class Installer:
         entries: dict[Any, Any] = loaded  # pyright: ignore[reportUnknownVariableType]
         return {str(key): str(value) for key, value in entries.items()}
 
-    def chown(self, path: Path) -> None:
-        """Give a file or directory to the garm user."""
-        check_command(self._run, ["chown", f"{SYSTEM_USER}:{SYSTEM_USER}", str(path)])
+    def garm_group(self) -> int:
+        """The gid of the garm group: what may read GARM's configuration."""
+        return self._ids(SYSTEM_USER)[1]
 
     def _ensure_user(self) -> None:
         if self._run(["id", "-u", SYSTEM_USER]).returncode == 0:
@@ -89,20 +100,16 @@ class Installer:
         )
 
     def _ensure_directories(self) -> None:
+        """GARM reads its configuration (root:garm 0750) and writes only its data (garm:garm)."""
         paths = self._paths
-        for path, mode, owned in (
-            (paths.etc, 0o750, True),
-            (paths.data, 0o750, True),
-            (paths.providers_dir, 0o755, False),
-            (paths.charm_state, 0o700, False),
-        ):
-            path.mkdir(parents=True, exist_ok=True)
-            path.chmod(mode)
-            if owned:
-                self.chown(path)
+        uid, gid = self._ids(SYSTEM_USER)
+        ensure_directory(paths.etc, 0o750, gid=gid)
+        ensure_directory(paths.data, 0o750, uid=uid, gid=gid)
+        ensure_directory(paths.providers_dir, 0o755)
+        ensure_directory(paths.charm_state, 0o700)
         # Shared system directories: create when absent (a test root), never change their mode.
-        paths.garm_binary.parent.mkdir(parents=True, exist_ok=True)
-        paths.unit_file.parent.mkdir(parents=True, exist_ok=True)
+        ensure_directory(paths.garm_binary.parent, None)
+        ensure_directory(paths.unit_file.parent, None)
 
     def _install_binary(
         self, release: Release, tarball: Path | None, target: Path, proxy: ProxyConfig

@@ -6,9 +6,9 @@ disk as they were last rendered.
 
 from __future__ import annotations
 
-import json
+import stat
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -16,7 +16,15 @@ import tomli_w
 
 from garm_version import garm_version_has_proxy_section
 from workload_config import GarmConfig, OpenStackProvider, ProxyConfig
-from workload_host import SYSTEM_USER, Paths, WorkloadError, write_atomic
+from workload_host import (
+    SYSTEM_USER,
+    Paths,
+    WorkloadError,
+    ensure_directory,
+    read_regular,
+    remove_tree,
+    write_atomic,
+)
 
 # garm-provider-openstack speaks GARM's external interface v0.1.0; v0.1.1 is broken in GARM
 # for ListInstances (garm-behaviour B7), so `interface_version` is left out on purpose.
@@ -34,31 +42,32 @@ LOOPBACK_NO_PROXY: Final = ("127.0.0.1", "localhost", "::1")
 
 # A rendered file: its content, its mode and whether the garm user owns it.
 RenderedFile = tuple[bytes, int, bool]
-# Gives a path to the garm user.
-Chown = Callable[[Path], None]
+# What GARM reads: root-owned, readable by the garm group only (GARM never writes them).
+READ_BY_GARM: Final = 0o640
+GARM_DIRECTORY: Final = 0o750
 
 
 def render_files(config: GarmConfig, paths: Paths) -> dict[Path, RenderedFile]:
-    """Every file the service reads: path -> (content, mode, owned by the garm user)."""
+    """Every file the service reads: path -> (content, mode, group garm)."""
     proxy = service_proxy(config.proxy, _auth_hosts(config, paths))
     database = _database_environment(config, paths)
     files: dict[Path, RenderedFile] = {
-        paths.config: (render_config(config, paths, proxy).encode(), 0o600, True),
+        paths.config: (render_config(config, paths, proxy).encode(), READ_BY_GARM, True),
         paths.environment: (render_environment(proxy, database).encode(), 0o600, False),
         paths.unit_file: (render_unit(paths).encode(), 0o644, False),
     }
     if database:
         ca_cert = config.postgres.ca_cert if config.postgres else ""
-        files[paths.postgresql_ca] = (ca_cert.encode(), 0o600, True)
+        files[paths.postgresql_ca] = (ca_cert.encode(), READ_BY_GARM, True)
     for provider in config.providers:
         files[paths.provider_config(provider.name)] = (
             render_provider_config(provider, paths).encode(),
-            0o600,
+            READ_BY_GARM,
             True,
         )
         files[paths.provider_clouds(provider.name)] = (
             render_clouds_yaml(provider).encode(),
-            0o600,
+            READ_BY_GARM,
             True,
         )
     files.update(_kept_provider_files(config, paths))
@@ -66,11 +75,18 @@ def render_files(config: GarmConfig, paths: Paths) -> dict[Path, RenderedFile]:
 
 
 def write_files(
-    files: Mapping[Path, RenderedFile], config: GarmConfig, paths: Paths, chown: Chown
+    files: Mapping[Path, RenderedFile], config: GarmConfig, paths: Paths, group: int
 ) -> None:
-    """Write each rendered file that differs on disk; remove providers GARM no longer runs."""
-    for path, (content, mode, owned) in files.items():
-        _write_if_changed(path, content, mode, owned=owned, paths=paths, chown=chown)
+    """Write each rendered file that differs on disk; remove providers GARM no longer runs.
+
+    Args:
+        files: what `render_files` returned.
+        config: what they were rendered from.
+        paths: where they go.
+        group: the garm group's gid, given the files GARM reads and their directories.
+    """
+    for path, (content, mode, garm_reads) in files.items():
+        _write_if_changed(path, content, mode, group=group if garm_reads else -1, paths=paths)
     _remove_stale_providers(config, paths)
 
 
@@ -117,35 +133,34 @@ def _kept_provider_files(config: GarmConfig, paths: Paths) -> dict[Path, Rendere
     files: dict[Path, RenderedFile] = {}
     for name in config.kept_only:
         for path in (paths.provider_config(name), paths.provider_clouds(name)):
-            if path.is_file():
-                files[path] = (path.read_bytes(), 0o600, True)
+            found = read_regular(path)
+            if found is not None:
+                files[path] = (found[0], READ_BY_GARM, True)
     return files
 
 
-def _write_if_changed(
-    path: Path, content: bytes, mode: int, *, owned: bool, paths: Paths, chown: Chown
-) -> None:
-    if path.is_file() and path.read_bytes() == content and (path.stat().st_mode & 0o777) == mode:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if owned and path.parent != paths.etc:
-        path.parent.chmod(0o750)
-        chown(path.parent)
-    write_atomic(path, content, mode)
-    if owned:
-        chown(path)
+def _write_if_changed(path: Path, content: bytes, mode: int, *, group: int, paths: Paths) -> None:
+    """Write unless a regular file (not a symlink) with this content, mode and group is there."""
+    found = read_regular(path)
+    if found is not None:
+        existing, status = found
+        same_group = group in (-1, status.st_gid)
+        if existing == content and stat.S_IMODE(status.st_mode) == mode and same_group:
+            return
+    if group != -1 and path.parent != paths.etc:
+        ensure_directory(path.parent, GARM_DIRECTORY, gid=group)
+    write_atomic(path, content, mode, group=group)
 
 
 def _remove_stale_providers(config: GarmConfig, paths: Paths) -> None:
+    """Remove what GARM no longer runs, never following a link (a planted one goes itself)."""
     base = paths.provider_dirs
-    if not base.is_dir():
+    if base.is_symlink() or not base.is_dir():
         return
     wanted = set(config.provider_names)
-    for directory in sorted(base.iterdir()):
-        if directory.is_dir() and directory.name not in wanted:
-            for file in directory.iterdir():
-                file.unlink()
-            directory.rmdir()
+    for entry in sorted(base.iterdir()):
+        if entry.name not in wanted or entry.is_symlink():
+            remove_tree(entry)
 
 
 def render_config(config: GarmConfig, paths: Paths, proxy: Mapping[str, str]) -> str:
@@ -217,9 +232,10 @@ def render_provider_config(provider: OpenStackProvider, paths: Paths) -> str:
 def render_clouds_yaml(provider: OpenStackProvider) -> str:
     """The clouds.yaml garm-provider-openstack reads (gophercloud clientconfig format).
 
-    Every scalar is a JSON string, which YAML reads as a double-quoted string, so no value
-    can break the document.
+    Written by a YAML library, so no value (quotes, colons, non-ASCII) can break the document.
     """
+    import yaml  # noqa: PLC0415 - only hooks that render a provider pay for it
+
     auth = {
         "auth_url": provider.auth_url,
         "username": provider.username,
@@ -228,12 +244,12 @@ def render_clouds_yaml(provider: OpenStackProvider) -> str:
         "user_domain_name": provider.user_domain_name,
         "project_domain_name": provider.project_domain_name,
     }
-    lines = ["clouds:", f"  {json.dumps(provider.name)}:", "    auth:"]
-    lines += [f"      {key}: {json.dumps(value)}" for key, value in auth.items()]
+    cloud: dict[str, Any] = {"auth": auth}
     if provider.region_name:
-        lines.append(f"    region_name: {json.dumps(provider.region_name)}")
-    lines.append('    identity_api_version: "3"')
-    return "\n".join(lines) + "\n"
+        cloud["region_name"] = provider.region_name
+    cloud["identity_api_version"] = "3"
+    document = {"clouds": {provider.name: cloud}}
+    return yaml.safe_dump(document, allow_unicode=True, sort_keys=False, default_flow_style=False)
 
 
 def service_proxy(proxy: ProxyConfig, auth_hosts: Sequence[str]) -> dict[str, str]:

@@ -38,12 +38,15 @@ from workload_host import (
     TIMED_OUT,
     CommandError,
     CommandResult,
+    IdLookup,
     Paths,
     ResourceError,
     Runner,
     WorkloadError,
+    lookup_ids,
     machine_arch,
     read_text,
+    remove_tree,
     run_command,
     write_atomic,
 )
@@ -59,6 +62,7 @@ __all__ = [
     "CommandError",
     "CommandResult",
     "GarmConfig",
+    "IdLookup",
     "OpenStackProvider",
     "Paths",
     "PostgresConfig",
@@ -86,11 +90,12 @@ class Workload:
         runner: Runner = run_command,
         fetcher: Fetcher = fetch_url,
         arch: str | None = None,
+        ids: IdLookup = lookup_ids,
     ) -> None:
         self.paths = Paths(root)
         self._run = runner
         self._installer = Installer(
-            self.paths, run=runner, fetch=fetcher, arch=arch or machine_arch()
+            self.paths, run=runner, fetch=fetcher, arch=arch or machine_arch(), ids=ids
         )
 
     def install(
@@ -123,7 +128,7 @@ class Workload:
             CommandError: systemd refused.
         """
         files = self.render_files(config)
-        write_files(files, config, self.paths, self._installer.chown)
+        write_files(files, config, self.paths, self._installer.garm_group())
         return service.restart_if_changed(
             self.paths, files, config.proxy, self._installer.installed_digests()
         )
@@ -149,11 +154,21 @@ class Workload:
         service.stop(self.paths)
 
     def remove(self) -> None:
-        """Stop and disable GARM and remove its unit file; GARM's data stays on disk.
+        """Stop and disable GARM, remove its unit and every file holding a credential.
 
-        Best effort: a remove hook that failed on systemd would leave the unit stuck in error.
+        `config.toml`, the environment file, the PostgreSQL CA and every provider's files go;
+        GARM's data (`/var/lib/garm`, the SQLite database) stays on disk, encrypted with a
+        passphrase that went with the Juju secrets. Best effort on systemd: a remove hook that
+        failed there would leave the unit stuck in error.
         """
         service.remove(self.paths)
+        for path in (
+            self.paths.config,
+            self.paths.environment,
+            self.paths.postgresql_ca,
+            self.paths.provider_dirs,
+        ):
+            remove_tree(path)
 
     def version(self) -> str:
         """GARM's version as `garm --version` prints it (e.g. "v0.2.1"); empty when unknown."""

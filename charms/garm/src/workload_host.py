@@ -8,10 +8,15 @@ would have run.
 from __future__ import annotations
 
 import dataclasses
+import grp
 import os
 import platform
+import pwd
+import shutil
+import stat
 import subprocess
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -83,6 +88,22 @@ def check_command(run: Runner, argv: Sequence[str]) -> CommandResult:
         # stderr of these commands never carries secrets (no secret is ever an argument).
         raise CommandError(f"{' '.join(argv[:3])} failed: {result.stderr.strip()[:200]}")
     return result
+
+
+# The user's uid and its group's gid, by name (injectable: tests must not depend on real users).
+IdLookup = Callable[[str], tuple[int, int]]
+
+
+def lookup_ids(name: str) -> tuple[int, int]:
+    """The uid of user `name` and the gid of group `name`.
+
+    Raises:
+        WorkloadError: either does not exist.
+    """
+    try:
+        return pwd.getpwnam(name).pw_uid, grp.getgrnam(name).gr_gid
+    except KeyError:
+        raise WorkloadError(f"the {name} user or group does not exist") from None
 
 
 def machine_arch() -> str:
@@ -185,17 +206,80 @@ class Paths:
         return self.provider_dir(name) / "clouds.yaml"
 
 
-def write_atomic(path: Path, content: bytes, mode: int) -> None:
-    """Replace `path` with `content` at `mode` in one rename, so no reader sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+def write_atomic(path: Path, content: bytes, mode: int, *, group: int = -1) -> None:
+    """Replace `path` with `content`, owned by root and `group`, at `mode`, in one rename.
+
+    The new file is created by `mkstemp` (O_CREAT|O_EXCL: never through a symlink, never an
+    existing file) and gets its group and mode on the descriptor before any byte is written, so
+    no reader ever sees it with looser rights or half written. The rename replaces a symlink at
+    `path` itself, never its target.
+    """
+    ensure_directory(path.parent, None)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        os.write(descriptor, content)
+        os.fchmod(descriptor, mode)
+        os.fchown(descriptor, -1, group)
+        view = memoryview(content)
+        while view:
+            view = view[os.write(descriptor, view) :]
+        os.fsync(descriptor)
+    except BaseException:
+        os.close(descriptor)
+        os.unlink(temporary)
+        raise
+    os.close(descriptor)
+    os.replace(temporary, path)
+
+
+def ensure_directory(path: Path, mode: int | None, *, uid: int = -1, gid: int = -1) -> None:
+    """Create `path` (and its parents) and set its mode and owner, never through a symlink.
+
+    Args:
+        path: the directory.
+        mode: its mode; None leaves an existing directory's mode and owner alone.
+        uid: its owner (-1 keeps it).
+        gid: its group (-1 keeps it).
+
+    Raises:
+        WorkloadError: `path` is a symlink or not a directory.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    if mode is None:
+        return
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        raise WorkloadError(f"{path} is not a directory (a symbolic link?)") from None
+    try:
+        os.fchmod(descriptor, mode)
+        os.fchown(descriptor, uid, gid)
     finally:
         os.close(descriptor)
-    os.chmod(temporary, mode)  # the umask may have narrowed os.open's mode
-    temporary.replace(path)
+
+
+def read_regular(path: Path) -> tuple[bytes, os.stat_result] | None:
+    """A regular file's content and status, never through a symlink; None for anything else."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        with os.fdopen(os.dup(descriptor), "rb") as file:
+            return file.read(), status
+    finally:
+        os.close(descriptor)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a file, a symlink (not its target) or a directory tree without following links."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        # rmtree works on descriptors here (avoids_symlink_attacks): links inside are unlinked.
+        shutil.rmtree(path)
 
 
 def read_text(path: Path) -> str:

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
+from workload_double import this_users_ids
 
 import install
 from releases import Downloader, DownloadError, Release
@@ -287,7 +288,7 @@ def test_pinned_download_happens_once_and_offline_keeps_working(
 
     Act: install again (every hook does). Assert: no second download, no error, binaries kept.
     """
-    work = Workload(tmp_path, runner=_runner, fetcher=pinned, arch="amd64")
+    work = Workload(tmp_path, runner=_runner, fetcher=pinned, arch="amd64", ids=this_users_ids)
     work.install(None, None, NO_PROXY)
     downloads = len(pinned.urls)
     pinned.offline = True
@@ -306,7 +307,7 @@ def test_a_changed_pin_downloads_again(
 
     Act: install. Assert: the new tarball is downloaded and installed.
     """
-    work = Workload(tmp_path, runner=_runner, fetcher=pinned, arch="amd64")
+    work = Workload(tmp_path, runner=_runner, fetcher=pinned, arch="amd64", ids=this_users_ids)
     work.install(None, None, NO_PROXY)
     release: Release = install.GARM_RELEASE
     newer = _tarball("garm", b"garm v2")
@@ -334,7 +335,7 @@ def test_a_changed_resource_is_installed_without_download(tmp_path: Path, pinned
 
     Assert: the attached binary is installed; nothing is downloaded for it.
     """
-    work = Workload(tmp_path, runner=_runner, fetcher=pinned, arch="amd64")
+    work = Workload(tmp_path, runner=_runner, fetcher=pinned, arch="amd64", ids=this_users_ids)
     work.install(None, None, NO_PROXY)
     attached = tmp_path / "garm.tgz"
     attached.write_bytes(_tarball("garm", b"garm from the resource"))
@@ -354,7 +355,7 @@ def test_offline_before_the_first_install_names_the_resource(
     Assert: ResourceError naming the resource to attach.
     """
     pinned.offline = True
-    work = Workload(tmp_path, runner=_runner, fetcher=pinned, arch="amd64")
+    work = Workload(tmp_path, runner=_runner, fetcher=pinned, arch="amd64", ids=this_users_ids)
 
     with pytest.raises(ResourceError, match=r"download of v0\.2\.1 failed .*attach it") as caught:
         work.install(None, None, NO_PROXY)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 from workload import GarmConfig, OpenStackProvider, ProxyConfig, ResourceError
@@ -101,3 +102,8 @@ class RecordingWorkload:
 def _settings(config: GarmConfig) -> GarmConfig:
     """Everything but the providers, which the double compares by their files."""
     return dataclasses.replace(config, providers=(), kept_providers=())
+
+
+def this_users_ids(name: str) -> tuple[int, int]:
+    """The test's own uid and gid for any user name: tests must not need a real `garm` user."""
+    return os.getuid(), os.getgid()
