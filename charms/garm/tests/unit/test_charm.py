@@ -374,28 +374,45 @@ def test_wrong_admin_password_blocks_without_leaking_it(
         ("external-url", "garm.example.com"),
         ("external-url", "ftp://garm.example.com"),
         ("drain-timeout", "7 hours"),
+        ("drain-timeout", "99999999999999999999h"),
+        ("drain-timeout", "999999999h"),
         ("handover-grace", "soon"),
+        ("handover-grace", "2562048h"),
+        ("external-url", "https://garm.example.com\r\nX-Evil: 1"),
+        ("external-url", "https://user:pw@garm.example.com"),
+        ("external-url", "https://garm.example.com:65536"),
     ],
 )
 def test_bad_config_blocks_naming_the_option(
     ctx: Ctx,
     workload: RecordingWorkload,
+    garm: FakeGarm,
     resources: Resources,
     config: Config,
     option: str,
     value: Any,
 ):
-    """Arrange: a running leader; one option set to a bad value. Act: config-changed.
+    """Arrange: a bootstrapped leader; one option set to a bad value. Act: config-changed.
 
-    Assert: Blocked naming the option; nothing installed, applied, stopped or removed.
+    Assert: Blocked naming the option and what it must be; nothing installed, applied, stopped
+    or removed, and no call reaches GARM.
     """
-    state = testing.State(leader=True, resources=resources, config={**config, option: value})
+    bootstrapped(garm)
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config={**config, option: value},
+        secrets=bootstrap_secrets(),
+    )
 
     out = ctx.run(ctx.on.config_changed(), state)
 
     assert isinstance(out.unit_status, ops.BlockedStatus)
-    assert f"invalid config {option}" in out.unit_status.message
+    assert out.unit_status.message.startswith(f"invalid config {option}: ")
+    assert "must" in out.unit_status.message
+    assert len(out.unit_status.message) <= 120
     assert workload.calls == []
+    assert garm.calls == []
 
 
 def test_config_change_reaches_garm_config(
