@@ -75,9 +75,13 @@ def is_running() -> bool:
 
 
 def stop(paths: Paths) -> None:
-    """Stop GARM and forget how it was started; best effort, a failure is logged."""
+    """Stop and disable GARM and forget how it was started; best effort, a failure is logged.
+
+    Disabled as well as stopped: a standby unit must not start a second GARM when its machine
+    reboots. The next `restart_if_changed` enables it again.
+    """
     if paths.unit_file.exists():
-        _systemd_best_effort("stop", systemd.service_stop, SERVICE_NAME)
+        _systemd_best_effort("disable", systemd.service_disable, "--now", SERVICE_NAME)
     paths.fingerprint.unlink(missing_ok=True)
 
 

@@ -6,7 +6,9 @@ import dataclasses
 import hashlib
 import io
 import re
+import shutil
 import stat
+import subprocess
 import tarfile
 import time
 import tomllib
@@ -566,11 +568,49 @@ def test_unit_file_is_hardened(installed: Workload):
         f"ReadWritePaths={installed.paths.data}",
         "PrivateTmp=yes",
         "ProtectHome=yes",
+        "CapabilityBoundingSet=",
+        "UMask=0077",
+        # What GARM and its external provider need: outbound network, exec of the provider.
+        "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK",
+        "SystemCallFilter=@system-service",
+        "SystemCallErrorNumber=EPERM",
         "Restart=on-failure",
         "RestartSec=5s",
         f"ExecStart={installed.paths.garm_binary} --config {installed.paths.config}",
     ):
         assert line in unit.splitlines()
+
+
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+EXPOSURE = re.compile(r"Overall exposure level for garm\.service: (?P<score>\d+\.\d+)")
+
+
+@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed here")
+def test_unit_scores_at_most_2_in_systemd_analyze_security(installed: Workload):
+    """Arrange: the rendered unit. Act: systemd-analyze security --offline=yes on the file.
+
+    Assert: an overall exposure of at most 2.0, and nothing the provider needs taken away
+    (no PrivateNetwork, no IP deny-list).
+    """
+    installed.apply(config())
+    assert SYSTEMD_ANALYZE is not None
+
+    result = subprocess.run(
+        [SYSTEMD_ANALYZE, "security", "--offline=yes", str(installed.paths.unit_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+    if "--offline" in result.stderr and result.returncode != 0:
+        pytest.skip(f"this systemd-analyze has no --offline: {result.stderr.strip()[:80]}")
+    found = EXPOSURE.search(result.stdout)
+    assert found is not None, result.stdout + result.stderr
+    assert float(found.group("score")) <= 2.0, result.stdout
+    unit = installed.paths.unit_file.read_text()
+    assert "PrivateNetwork" not in unit
+    assert "IPAddressDeny" not in unit
 
 
 def test_removed_provider_files_go(installed: Workload):
@@ -921,8 +961,25 @@ def test_stop_then_apply_starts_again(installed: Workload, systemctl: FakeSystem
     installed.apply(config())
 
     assert stopped
-    assert ["stop", "garm"] in systemctl.calls()
+    assert ["disable", "--now", "garm"] in systemctl.calls()
     assert systemctl.restarts() == 2
+    assert systemctl.calls()[-3:] == [["daemon-reload"], ["enable", "garm"], ["restart", "garm"]]
+
+
+def test_stop_disables_so_a_reboot_starts_no_second_garm(
+    installed: Workload, systemctl: FakeSystemctl
+):
+    """Arrange: running (enabled at boot). Act: stop, as a standby unit does.
+
+    Assert: systemctl stopped and disabled GARM in one call; GARM is not running.
+    """
+    installed.apply(config())
+    before = len(systemctl.calls())
+
+    installed.stop()
+
+    assert systemctl.calls()[before:] == [["disable", "--now", "garm"]]
+    assert not systemctl.active
 
 
 def test_stop_before_any_apply_leaves_systemd_alone(installed: Workload, systemctl: FakeSystemctl):
