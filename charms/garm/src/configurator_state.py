@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
 
 import ops
 
@@ -29,6 +31,11 @@ from scaleset_spec import EntityRef, ScalesetSpec
 from workload import OpenStackProvider
 
 logger = logging.getLogger(__name__)
+
+# Runners' cloud-init reads its instance data from a config drive instead of probing the
+# network for a metadata service (the original github-runner charm does so against
+# CVE-2024-6174); garm-provider-openstack takes it per scale set (garm-behaviour B22).
+RUNNER_EXTRA_SPECS: Final[Mapping[str, Any]] = MappingProxyType({"use_config_drive": True})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +114,7 @@ def desired_from(
         os_type=scaleset.os_type,
         os_arch=scaleset.os_arch,
         runner_group=scaleset.runner_group,
+        extra_specs=RUNNER_EXTRA_SPECS,
     )
     provider = OpenStackProvider(
         name=name,

@@ -257,6 +257,30 @@ def test_label_change_creates_the_replacement_first(
     assert out.unit_status == ops.ActiveStatus("'small' labels changing: starting new scale set")
 
 
+def test_every_created_scale_set_boots_its_runners_from_a_config_drive(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` is served; then its labels change, so a second generation is created.
+
+    Act: config-changed, then relation-changed.
+    Assert: every scale set GARM holds has `use_config_drive: true` in its extra specs.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    original = configurator(app_key)
+    served = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, original))
+    changed = configurator(app_key, labels=("linux", "x64", "gpu"), secrets=original.secrets)
+    relation = dataclasses.replace(
+        next(iter(served.relations)), remote_app_data=changed.relation.remote_app_data
+    )
+
+    ctx.run(ctx.on.relation_changed(relation), dataclasses.replace(served, relations={relation}))
+
+    api = garm_api_of(sim)
+    scalesets = [api.get_scaleset(listed.id) for listed in api.list_scalesets()]
+    assert len(scalesets) == 2
+    assert all(scaleset.extra_specs == {"use_config_drive": True} for scaleset in scalesets)
+
+
 def test_secrets_never_reach_status_or_logs(
     sim: GarmSim,
     workload: RecordingWorkload,
