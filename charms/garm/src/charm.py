@@ -141,6 +141,7 @@ class GarmCharm(ops.CharmBase):
             config = parse_config(self.config)
         except InvalidConfigError as error:
             return ops.BlockedStatus(str(error))
+        self._open_api_port(config.port if self.unit.is_leader() else None)
         proxy = ProxyConfig.from_environment(os.environ)
         problem = self._install(proxy)
         if problem is not None:
@@ -150,6 +151,16 @@ class GarmCharm(ops.CharmBase):
         if not self.unit.is_leader():
             return self._stand_by()
         return self._run_garm(config, proxy, version)
+
+    def _open_api_port(self, port: int | None) -> None:
+        """Open GARM's API port where GARM runs (the leader), so `juju expose` reaches it.
+
+        A standby unit runs no GARM and opens nothing; a changed port closes the old one.
+        """
+        try:
+            self.unit.set_ports(*([port] if port is not None else []))
+        except ops.ModelError as error:
+            logger.warning("could not open GARM's port (retried at the next hook): %s", error)
 
     def _publish_cos_agent(self) -> None:
         """Tell COS what to scrape and alert on; a failure here never touches GARM's reconcile."""

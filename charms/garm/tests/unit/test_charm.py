@@ -904,3 +904,35 @@ def test_cos_agent_problem_does_not_break_the_reconcile(
     assert out.unit_status == ops.ActiveStatus()
     assert "apply" in workload.calls
     assert "config" not in out.get_relation(relation.id).local_unit_data
+
+
+# Ports --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("leader", [True, False], ids=["leader", "standby"])
+def test_the_api_port_is_open_where_garm_runs(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    garm: FakeGarm,
+    resources: Resources,
+    config: Config,
+    leader: bool,
+):
+    """Arrange: a unit (GARM on the configured port) that had port 9997 open before.
+
+    Act: config-changed. Assert: the leader opens the configured port only, so `juju expose`
+    reaches GARM; a standby, which runs no GARM, opens nothing.
+    """
+    bootstrapped(garm)
+    state = testing.State(
+        leader=leader,
+        resources=resources,
+        config=config,
+        secrets=bootstrap_secrets(),
+        opened_ports={testing.TCPPort(9997)},
+    )
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    expected = {testing.TCPPort(int(config["port"]))} if leader else set()
+    assert set(out.opened_ports) == expected
