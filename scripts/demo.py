@@ -76,6 +76,7 @@ def simulated() -> int:
         demo = Demo(sim, testing.Context(charm.GarmCharm), state)
         print(f"GARM simulator on {sim.url}, clock frozen; the garm charm runs in ops.testing")
         demo.phase("1. configurator 'small' publishes labels linux,x64")
+        demo.hook("install", "creates GARM's secrets; GARM waits for them to read back")
         demo.hook("config-changed", "bootstraps GARM, adds App credentials, org and scale set")
         demo.pass_grace()
         demo.hook("update-status", "converged")
@@ -142,6 +143,8 @@ class Demo:
         return status.message
 
     def _event(self, name: str):
+        if name == "install":
+            return self.ctx.on.install()
         if name == "config-changed":
             return self.ctx.on.config_changed()
         if name == "relation-changed":
@@ -168,8 +171,12 @@ class Demo:
         self.hook("relation-changed", note)
 
     def scalesets(self) -> list[Row]:
-        """GARM's scale sets, as its API lists them, oldest first."""
-        api = GarmClient(self.sim.url, token=self.sim.token())
+        """GARM's scale sets, as its API lists them, oldest first; none before first-run."""
+        try:
+            token = self.sim.token()
+        except LookupError:
+            return []
+        api = GarmClient(self.sim.url, token=token)
         instances = api.list_instances()
         return [
             Row(
@@ -232,8 +239,10 @@ def charm_machine(sim: GarmSim) -> Iterator[testing.State]:
         mock.patch.object(charm, "Workload", return_value=workload),
         mock.patch.object(charm, "utc_now", side_effect=lambda: sim_now(sim.clock)),
     ):
-        password = testing.Secret(tracked_content={"password": "demo-openstack-password"})
-        key = testing.Secret(tracked_content={"private-key": pkcs1_app_key()})
+        password = testing.Secret(
+            tracked_content={"password": "demo-openstack-password", "app": "small"}
+        )
+        key = testing.Secret(tracked_content={"private-key": pkcs1_app_key(), "app": "small"})
         state = testing.State(leader=True, secrets={password, key})
         relation = testing.Relation(
             "garm-configurator",
@@ -255,8 +264,13 @@ def charm_machine(sim: GarmSim) -> Iterator[testing.State]:
 
 def databag(labels: tuple[str, ...], state: testing.State) -> dict[str, str]:
     """What configurator `small` publishes: one scale set for org `acme` and its secrets."""
+    # Only `small`'s own secrets: garm's admin secret also has a `password` key.
     password, key = (
-        next(s for s in state.secrets if field in s.tracked_content)
+        next(
+            s
+            for s in state.secrets
+            if field in s.tracked_content and s.tracked_content.get("app") == "small"
+        )
         for field in ("password", "private-key")
     )
     return published_databag(labels, password_secret_id=password.id, private_key_secret_id=key.id)

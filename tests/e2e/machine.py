@@ -6,9 +6,10 @@ these machines lack, and both do the real work instead of recording it:
 - `systemctl` (first on PATH) is `systemctl_standin.py`: it reads the unit file the charm
   rendered and starts its ExecStart with the unit's environment, appending its output to a
   journal file.
-- `id`, `useradd` and `chown` go through `MachineRunner`, which records them and changes
-  nothing: the tests may run as root, and a test must not add users to the machine it runs on.
-  Every other command (`garm --version`) really runs.
+- `id` and `useradd` go through `MachineRunner`, which records them and changes nothing: the
+  tests may run as root, and a test must not add users to the machine it runs on. The
+  workload's user lookup answers the test's own uid and gid for `garm`, so files really get the
+  modes and group the charm sets. Every other command (`garm --version`) really runs.
 
 The resources are built the way the releases are: a gzipped tarball holding `garm` (the real
 server binary under test) and one holding `garm-provider-openstack`, here a stand-in
@@ -28,6 +29,8 @@ import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from workload_double import this_users_ids
+
 from reconcile_tick import ReconcileTick, TickPaths
 from workload import COMMAND_TIMEOUT_SECONDS, CommandResult, Workload, run_command
 
@@ -36,7 +39,7 @@ STANDIN = HERE / "systemctl_standin.py"
 PROVIDER_STANDIN = HERE / "provider_standin.py"
 FAKE_PROVIDER_DIR = HERE.parent / "fake_github"
 # Commands that would change the machine running the tests; recorded, never run.
-RECORDED_ONLY = ("useradd", "chown")
+RECORDED_ONLY = ("useradd",)
 
 
 def build_tarball(member: str, content: bytes, destination: Path) -> Path:
@@ -119,7 +122,8 @@ class Machine:
 
     def workload(self) -> Workload:
         """The charm's real workload, rooted here."""
-        return Workload(self.root, runner=self.runner)
+        # The test's own uid and gid stand for the `garm` user and group, which are not added.
+        return Workload(self.root, runner=self.runner, ids=this_users_ids)
 
     def reconcile_tick(self) -> ReconcileTick:
         """The charm's reconcile-tick timer, rooted here (never the machine's own systemd)."""

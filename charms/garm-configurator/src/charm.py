@@ -9,6 +9,7 @@ import ops
 from charms.garm_configurator.v0.garm_configurator import (
     GITHUB_APP_PRIVATE_KEY_KEY,
     OPENSTACK_PASSWORD_KEY,
+    PUBLISHER_KEY,
     publish,
 )
 from configurator_config import ConfiguratorConfig, InvalidConfigError, load_config
@@ -127,12 +128,18 @@ class GarmConfiguratorCharm(ops.CharmBase):
         password = sync_app_secret(
             self.model,
             PASSWORD_SECRET_LABEL,
-            {OPENSTACK_PASSWORD_KEY: ready.config.openstack_password},
+            {
+                OPENSTACK_PASSWORD_KEY: ready.config.openstack_password,
+                PUBLISHER_KEY: self.app.name,
+            },
         )
         private_key = sync_app_secret(
             self.model,
             PRIVATE_KEY_SECRET_LABEL,
-            {GITHUB_APP_PRIVATE_KEY_KEY: ready.config.github_app_private_key},
+            {
+                GITHUB_APP_PRIVATE_KEY_KEY: ready.config.github_app_private_key,
+                PUBLISHER_KEY: self.app.name,
+            },
         )
         data = ready.config.to_relation_data(
             image=ready.image,

@@ -40,6 +40,7 @@ from garm_api import (
     GarmNotInitialised,
     GarmServerError,
     GarmUnreachable,
+    WireFormatError,
 )
 from garm_bootstrap import (
     BootstrapError,
@@ -169,6 +170,7 @@ class GarmCharm(ops.CharmBase):
             config = parse_config(self.config)
         except InvalidConfigError as error:
             return ops.BlockedStatus(str(error))
+        self._open_api_port(config.port if self.unit.is_leader() else None)
         proxy = ProxyConfig.from_environment(os.environ)
         problem = self._install(proxy)
         if problem is not None:
@@ -178,6 +180,16 @@ class GarmCharm(ops.CharmBase):
         if not self.unit.is_leader():
             return self._stand_by()
         return self._run_garm(config, proxy, version)
+
+    def _open_api_port(self, port: int | None) -> None:
+        """Open GARM's API port where GARM runs (the leader), so `juju expose` reaches it.
+
+        A standby unit runs no GARM and opens nothing; a changed port closes the old one.
+        """
+        try:
+            self.unit.set_ports(*([port] if port is not None else []))
+        except ops.ModelError as error:
+            logger.warning("could not open GARM's port (retried at the next hook): %s", error)
 
     def _publish_cos_agent(self) -> None:
         """Tell COS what to scrape and alert on; a failure here never touches GARM's reconcile."""
@@ -231,6 +243,8 @@ class GarmCharm(ops.CharmBase):
 
     def _run_garm(self, config: CharmConfig, proxy: ProxyConfig, version: str) -> ops.StatusBase:
         creds = ensure_secrets(self._secrets)
+        if creds is None:
+            return ops.WaitingStatus("created GARM's secrets; GARM is configured at the next hook")
         database = self._database.state()
         unusable = _database_unusable(database, version)
         if unusable is not None:
@@ -390,6 +404,8 @@ class GarmCharm(ops.CharmBase):
             return ops.WaitingStatus("waiting for GARM to start")
         except BootstrapError as error:
             return ops.BlockedStatus(str(error))
+        except (GarmServerError, WireFormatError) as error:
+            return _interrupted(error)
         except GarmApiError as error:
             logger.warning("GARM refused its bootstrap: %s", error)
             return ops.BlockedStatus(
@@ -533,6 +549,11 @@ def _interrupted(error: GarmError | WorkloadError) -> ops.StatusBase:
         return ops.WaitingStatus(
             f"GARM failed {error.operation} (HTTP {error.status}); retrying at the next hook"
         )
+    if isinstance(error, WireFormatError):
+        return ops.WaitingStatus(
+            f"GARM answered {error.operation or 'a call'} with an unreadable body; "
+            "retrying at the next hook"
+        )
     if isinstance(error, WorkloadError):
         return ops.BlockedStatus(f"cannot run GARM: {error}")
     if isinstance(error, GarmApiError):
@@ -557,6 +578,10 @@ def _database_unusable(database: DatabaseState, version: str) -> ops.StatusBase 
     """
     if database.status is DatabaseStatus.PENDING:
         return ops.WaitingStatus("waiting for the database relation to share credentials")
+    if database.status is DatabaseStatus.INVALID:
+        return ops.BlockedStatus(
+            f"database: {database.problem}; fix the PostgreSQL endpoint or remove the relation"
+        )
     if database.postgres is not None and garm_version_supports_postgresql(version) is False:
         return ops.BlockedStatus(
             f"database: GARM {version} has no PostgreSQL backend; attach a garm-binary "

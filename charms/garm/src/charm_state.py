@@ -18,7 +18,15 @@ from docs_links import SWITCH_DATABASE
 
 LogLevel = Literal["debug", "info", "warn", "error"]
 
-_DURATION = re.compile(r"^(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?$")
+# At most 9 digits per unit: no arithmetic on a huge number, no OverflowError in timedelta.
+_DURATION = re.compile(r"^(?:(?P<h>\d{1,9})h)?(?:(?P<m>\d{1,9})m)?(?:(?P<s>\d{1,9})s)?$")
+# A drain longer than a week never ends in practice; a hand-over grace longer than a day only
+# delays every changeover. Both bounds are far above any sensible value.
+MAX_DRAIN_TIMEOUT: Final = datetime.timedelta(days=7)
+MAX_HANDOVER_GRACE: Final = datetime.timedelta(days=1)
+# A tick less often than daily is no tick; hooks alone do that (`0`).
+MAX_RECONCILE_INTERVAL: Final = datetime.timedelta(days=1)
+MAX_PORT: Final = 65535
 
 
 class InvalidConfigError(ValueError):
@@ -35,11 +43,15 @@ class InvalidConfigError(ValueError):
         self.reason = reason
 
 
-def parse_duration(value: str, *, zero: bool = False) -> datetime.timedelta:
-    """Read a duration such as "7h", "90m", "60s" or "1h30m" ("0" too when `zero`).
+def parse_duration(
+    value: str, maximum: datetime.timedelta, *, zero: bool = False
+) -> datetime.timedelta:
+    """Read a duration such as "7h", "90m", "60s" or "1h30m", at most `maximum`.
+
+    "0" is read too when `zero`.
 
     Raises:
-        ValueError: not such a duration, or zero when `zero` is False.
+        ValueError: not such a duration, zero (unless `zero`), or longer than `maximum`.
     """
     text = value.strip()
     if zero and text == "0":
@@ -48,10 +60,12 @@ def parse_duration(value: str, *, zero: bool = False) -> datetime.timedelta:
     if not text or match is None:
         raise ValueError("must be a duration such as 7h, 90m or 60s")
     parts = {unit: int(amount or 0) for unit, amount in match.groupdict().items()}
-    duration = datetime.timedelta(hours=parts["h"], minutes=parts["m"], seconds=parts["s"])
-    if duration <= datetime.timedelta(0) and not zero:
+    seconds = parts["h"] * 3600 + parts["m"] * 60 + parts["s"]
+    if seconds <= 0 and not zero:
         raise ValueError("must be longer than zero")
-    return duration
+    if seconds > maximum.total_seconds():
+        raise ValueError(f"must be at most {int(maximum.total_seconds()) // 3600}h")
+    return datetime.timedelta(seconds=seconds)
 
 
 class CharmConfig(BaseModel):
@@ -82,22 +96,34 @@ class CharmConfig(BaseModel):
         value = value.strip().rstrip("/")
         if not value:
             return ""
+        if any(char.isspace() or not char.isprintable() for char in value):
+            raise ValueError("must not contain spaces or control characters")
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("must be an http:// or https:// URL with a host")
+        if "@" in parts.netloc:
+            raise ValueError("must not carry a user or password (user@host)")
         if parts.query or parts.fragment:
             raise ValueError("must not have a query or a fragment")
+        _check_port(parts.netloc)
         return value
 
-    @field_validator("drain_timeout", "handover_grace", "handover_timeout", mode="before")
+    @field_validator("drain_timeout", "handover_timeout", mode="before")
     @classmethod
-    def _check_duration(cls, value: Any) -> Any:
-        return parse_duration(value) if isinstance(value, str) else value
+    def _check_drain_timeout(cls, value: Any) -> Any:
+        return parse_duration(value, MAX_DRAIN_TIMEOUT) if isinstance(value, str) else value
+
+    @field_validator("handover_grace", mode="before")
+    @classmethod
+    def _check_handover_grace(cls, value: Any) -> Any:
+        return parse_duration(value, MAX_HANDOVER_GRACE) if isinstance(value, str) else value
 
     @field_validator("reconcile_interval", mode="before")
     @classmethod
     def _check_interval(cls, value: Any) -> Any:
-        return parse_duration(value, zero=True) if isinstance(value, str) else value
+        if isinstance(value, str):
+            return parse_duration(value, MAX_RECONCILE_INTERVAL, zero=True)
+        return value
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -105,6 +131,16 @@ class CharmConfig(BaseModel):
             return self.external_url
         host = f"[{address}]" if ":" in address else address
         return f"http://{host}:{self.port}"
+
+
+def _check_port(netloc: str) -> None:
+    """An explicit port must be 1-65535 (urlsplit accepts 0 and raises past 65535)."""
+    try:
+        port = urlsplit(f"//{netloc}").port
+    except ValueError:
+        port = 0
+    if port is not None and not 1 <= port <= MAX_PORT:
+        raise ValueError("must have a port of 1-65535, or none")
 
 
 def parse_config(raw: Mapping[str, Any]) -> CharmConfig:
@@ -118,7 +154,8 @@ def parse_config(raw: Mapping[str, Any]) -> CharmConfig:
     except ValidationError as error:
         first = error.errors()[0]
         option = _option_name(first["loc"])
-        reason = str(first["msg"]).removeprefix("Value error, ")
+        # pydantic's "Input should be ..." said as the rule the operator must meet.
+        reason = str(first["msg"]).removeprefix("Value error, ").replace("Input should", "must")
         raise InvalidConfigError(option, reason) from None
 
 

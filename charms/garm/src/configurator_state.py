@@ -4,6 +4,10 @@ Each configurator application contributes one scale set (a `ScalesetSpec`), one 
 provider named after the application, and one GitHub App binding for its entity. Relations are
 read in a stable order (by relation id) so the result does not flip between hooks.
 
+A configurator is trusted with its own secrets only: a secret garm owns (its admin credentials)
+or one that does not name the publishing application is refused, and the relation is reported
+(docs/adr/0013-configurator-secrets-name-their-publisher.md).
+
 The result says whether it is `complete`: only when every related configurator published valid
 data and its secrets could be read may the scale-set reconciler remove scale sets whose spec is
 gone. A relation that exists but has not published (or published something invalid) must never
@@ -14,7 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
 
 import ops
 
@@ -26,6 +32,11 @@ from scaleset_spec import EntityRef, ScalesetSpec
 from workload import OpenStackProvider
 
 logger = logging.getLogger(__name__)
+
+# Runners' cloud-init reads its instance data from a config drive instead of probing the
+# network for a metadata service (the original github-runner charm does so against
+# CVE-2024-6174); garm-provider-openstack takes it per scale set (garm-behaviour B24).
+RUNNER_EXTRA_SPECS: Final[Mapping[str, Any]] = MappingProxyType({"use_config_drive": True})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,9 +80,14 @@ def read_configurators(
         app_name = relation.app.name
         try:
             data = interface.read_relation(relation)
-            secrets = interface.fetch_secrets(model, data)
+            secrets = interface.fetch_secrets(model, data, publisher=app_name)
         except interface.NotPublishedError:
             waiting.append(app_name)
+            continue
+        except interface.UntrustedSecretError as error:
+            # Never retried into use: only the configurator publishing its own secret fixes it.
+            logger.warning("garm-configurator %s: %s", app_name, error)
+            problems.append(f"relation {relation.name}:{relation.id} ({app_name}): {error}")
             continue
         except interface.ConfiguratorDataError as error:
             logger.warning("garm-configurator %s: %s", app_name, error)
@@ -117,7 +133,8 @@ def desired_from(
         os_type=scaleset.os_type,
         os_arch=scaleset.os_arch,
         runner_group=scaleset.runner_group,
-        extra_specs=extra_specs(runner),
+        # Every runner boots from a config drive; the runner options add their own specs.
+        extra_specs={**RUNNER_EXTRA_SPECS, **extra_specs(runner)},
         template_name=template_name(scaleset.name) if runner.needs_template() else None,
     )
     provider = OpenStackProvider(

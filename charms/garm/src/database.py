@@ -1,14 +1,18 @@
 """The `database` relation (postgresql_client) through dpcharmlibs-interfaces.
 
 The library writes the request and resolves the credentials from the provider's Juju secrets;
-this module only turns its answer into a `workload.PostgresConfig`.
+this module only turns its answer into a `workload.PostgresConfig`: the endpoint validated
+(host name, IPv4, or IPv6 in brackets; port 1-65535) and `sslmode` from the provider's `tls` and
+`tls-ca` (`verify-full` with the CA, `require` with TLS alone, `prefer` without).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import ipaddress
 import logging
+import re
 from typing import Final
 
 import ops
@@ -25,6 +29,16 @@ logger = logging.getLogger(__name__)
 RELATION_NAME: Final = "database"
 DATABASE_NAME: Final = "garm"
 DEFAULT_PORT: Final = 5432
+MAX_PORT: Final = 65535
+MAX_HOST_LENGTH: Final = 253
+# DNS labels (RFC 1123), dot-separated; IPv4 literals match too.
+_HOST_NAME: Final = re.compile(
+    r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
+
+
+class InvalidDatabaseError(ValueError):
+    """The provider's data cannot be used; the message is safe for a status."""
 
 
 class DatabaseStatus(enum.Enum):
@@ -33,6 +47,7 @@ class DatabaseStatus(enum.Enum):
     ABSENT = "absent"
     PENDING = "pending"
     READY = "ready"
+    INVALID = "invalid"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +56,7 @@ class DatabaseState:
 
     status: DatabaseStatus
     postgres: PostgresConfig | None = None
+    problem: str = ""
 
 
 class Database(ops.Object):
@@ -67,13 +83,21 @@ class Database(ops.Object):
             logger.warning("database relation data is not usable yet: %s", type(error).__name__)
             return DatabaseState(DatabaseStatus.PENDING)
         for response in contract.requests:
-            postgres = _postgres_config(response)
+            try:
+                postgres = _postgres_config(response)
+            except InvalidDatabaseError as error:
+                return DatabaseState(DatabaseStatus.INVALID, problem=str(error))
             if postgres is not None:
                 return DatabaseState(DatabaseStatus.READY, postgres)
         return DatabaseState(DatabaseStatus.PENDING)
 
 
 def _postgres_config(response: ResourceProviderModel) -> PostgresConfig | None:
+    """The database GARM should use; None until the provider shared everything.
+
+    Raises:
+        InvalidDatabaseError: the endpoint is not a host and port GARM can use.
+    """
     if response.resource != DATABASE_NAME:
         return None
     username = response.username
@@ -81,14 +105,60 @@ def _postgres_config(response: ResourceProviderModel) -> PostgresConfig | None:
     endpoints = response.endpoints
     if not (username and password and endpoints):
         return None
-    host, _, port = endpoints.split(",")[0].strip().rpartition(":")
-    if not host:
-        host, port = port, ""
+    host, port = parse_endpoint(endpoints.split(",")[0])
+    ca_cert = str(response.tls_ca or "").strip() if _is_true(response.tls) else ""
     return PostgresConfig(
-        hostname=host.strip("[]"),
-        port=int(port) if port.isdigit() else DEFAULT_PORT,
+        hostname=host,
+        port=port,
         username=str(username),
         password=str(password),
         database=DATABASE_NAME,
-        sslmode="prefer",
+        sslmode=_sslmode(tls=_is_true(response.tls), ca_cert=ca_cert),
+        ca_cert=ca_cert,
     )
+
+
+def parse_endpoint(endpoint: str) -> tuple[str, int]:
+    """A `host[:port]` endpoint as host and port; an IPv6 address must be in brackets.
+
+    Raises:
+        InvalidDatabaseError: not a host name or address, or a port outside 1-65535; the
+            message never echoes the value.
+    """
+    text = endpoint.strip()
+    if text.startswith("["):
+        address, closed, rest = text[1:].partition("]")
+        if not closed or not _is_ipv6(address) or (rest and not rest.startswith(":")):
+            raise InvalidDatabaseError("the endpoint's IPv6 address is malformed")
+        return address, _port(rest[1:]) if rest else DEFAULT_PORT
+    if text.count(":") > 1:
+        raise InvalidDatabaseError("the endpoint's IPv6 address must be in brackets")
+    host, _, port = text.partition(":")
+    if not _HOST_NAME.fullmatch(host) or len(host) > MAX_HOST_LENGTH:
+        raise InvalidDatabaseError("the endpoint's host is not a host name or IPv4 address")
+    return host, _port(port) if ":" in text else DEFAULT_PORT
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= MAX_PORT:
+        raise InvalidDatabaseError("the endpoint's port is not 1-65535")
+    return int(text)
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_true(value: object) -> bool:
+    return value is True or str(value).strip().lower() == "true"
+
+
+def _sslmode(*, tls: bool, ca_cert: str) -> str:
+    """`verify-full` with the provider's CA, `require` with TLS alone, else `prefer`."""
+    if tls and ca_cert:
+        return "verify-full"
+    return "require" if tls else "prefer"

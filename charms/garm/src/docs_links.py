@@ -8,3 +8,4 @@ from typing import Final
 
 DOCS_URL: Final = "https://github.com/canonical/garm-operator/blob/main/docs"
 SWITCH_DATABASE: Final = f"{DOCS_URL}/how-to/switch-database.md"
+RESET_ADMIN_PASSWORD: Final = f"{DOCS_URL}/how-to/admin-password.md"

@@ -10,20 +10,24 @@ Errors form two families that never overlap:
   status, GARM's `error` title and `details`.
 - `GarmUnreachable`: no answer at all (refused, reset, timed out, TLS failure). A handler meant
   for refusals (`except GarmApiError`) can never swallow an outage.
+- `WireFormatError`: GARM answered 2xx with a body that is not what its API documents; it names
+  the call. Like the other two it is a `GarmError`, so `except GarmError` handles every answer.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from garm_models import (
     ControllerInfo,
     Entity,
     EntityKind,
+    GarmError,
     GithubCredentials,
     GithubEndpoint,
     Instance,
@@ -73,12 +77,10 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+_C = TypeVar("_C")
+
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 30.0
-
-
-class GarmError(Exception):
-    """Base of everything this module raises about GARM."""
 
 
 class GarmUnreachable(GarmError):
@@ -138,6 +140,33 @@ class InvalidRequest(ValueError):
     """The client refused to send a request GARM would reject late (garm-behaviour B13)."""
 
 
+def _names_wire_errors(cls: type[_C]) -> type[_C]:
+    """Make every public method name, in a `WireFormatError` its parsing raised, the call made.
+
+    The name is the one the HTTP errors use (`_call`'s operation), so a status reads the same
+    whether GARM failed a call or answered it with an unreadable body.
+    """
+    for name, member in list(vars(cls).items()):
+        if callable(member) and not name.startswith("_"):
+            setattr(cls, name, _naming_wire_errors(name.replace("_", " "), member))
+    return cls
+
+
+def _naming_wire_errors(fallback: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def named(client: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(client, *args, **kwargs)
+        except WireFormatError as error:
+            if error.operation:
+                raise
+            operation = str(getattr(client, "_last_operation", "") or fallback)
+            raise WireFormatError(error.problem, operation=operation) from None
+
+    return named
+
+
+@_names_wire_errors
 class GarmClient:
     """A GARM API client bound to one base URL and, after `login`, one admin token."""
 
@@ -153,6 +182,7 @@ class GarmClient:
         self._token = token
         self._timeout = (connect_timeout, read_timeout)
         self._api_client: Any = None
+        self._last_operation = ""
 
     @property
     def token(self) -> str | None:
@@ -175,7 +205,7 @@ class GarmClient:
         answer = self._object("login", self._apis().login, body=body)
         token = answer.get("token")
         if not isinstance(token, str) or not token:
-            raise WireFormatError("login answered without a token")
+            raise WireFormatError("answered without a token", operation="login")
         self._token = token
         if self._api_client is not None:
             self._api_client.configuration.api_key["Bearer"] = token
@@ -211,7 +241,7 @@ class GarmClient:
         answer = self._object("metrics-token", self._apis().get_metrics_token)
         token = answer.get("token")
         if not isinstance(token, str):
-            raise WireFormatError("metrics-token answered without a token")
+            raise WireFormatError("answered without a token", operation="metrics-token")
         return token
 
     def list_providers(self) -> list[Provider]:
@@ -561,6 +591,7 @@ class GarmClient:
 
         from garm_client.exceptions import ApiException  # noqa: PLC0415
 
+        self._last_operation = operation
         arguments = {name: value for name, value in kwargs.items() if value is not None}
         try:
             response = method(**arguments, _request_timeout=self._timeout)
@@ -578,7 +609,7 @@ class GarmClient:
         try:
             return json.loads(payload)
         except ValueError:
-            raise WireFormatError(f"{operation}: answer is not JSON") from None
+            raise WireFormatError("answer is not JSON", operation=operation) from None
 
     def _apis(self) -> Any:
         if self._api_client is None:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Final, Protocol, TypeVar
 
-from docs_links import SWITCH_DATABASE
+from docs_links import RESET_ADMIN_PASSWORD
 from garm_api import (
     ControllerInfo,
     GarmApiError,
@@ -26,6 +26,7 @@ from garm_api import (
     GarmUnauthorized,
     GarmUnreachable,
     GarmUrlsRequired,
+    WireFormatError,
 )
 
 logger = logging.getLogger(__name__)
@@ -115,22 +116,27 @@ class BootstrapReport:
 # Secrets --------------------------------------------------------------------------------------
 
 
-def ensure_secrets(store: SecretStore) -> BootstrapSecrets:
-    """Read the bootstrap secrets, creating each missing one (leader only); never regenerate."""
-    jwt = _ensure(store, JWT_SECRET_LABEL, lambda: {"secret": secrets.token_urlsafe(48)})
-    passphrase = _ensure(store, DB_PASSPHRASE_LABEL, lambda: {"passphrase": new_passphrase()})
-    admin = _ensure(
-        store,
-        ADMIN_LABEL,
-        lambda: {"username": ADMIN_USERNAME, "password": secrets.token_urlsafe(32)},
-    )
-    return BootstrapSecrets(
-        jwt_secret=jwt["secret"],
-        db_passphrase=passphrase["passphrase"],
-        admin_username=admin["username"],
-        admin_password=admin["password"],
-        pending_admin_password=admin.get(PENDING_PASSWORD_KEY, ""),
-    )
+def ensure_secrets(store: SecretStore) -> BootstrapSecrets | None:
+    """The bootstrap secrets once all of them read back; else create the missing ones.
+
+    Juju discards the secrets a hook added when the hook fails. GARM configured or first-run
+    with such a secret would later refuse the charm's credentials (or fail to decrypt its own
+    data), so secrets created in this hook are never used in it: the missing ones are created
+    (leader only, never regenerated) and None is returned; a later hook reads them back.
+    """
+    existing = read_secrets(store)
+    if existing is not None:
+        return existing
+    generators: dict[str, Callable[[], Mapping[str, str]]] = {
+        JWT_SECRET_LABEL: lambda: {"secret": secrets.token_urlsafe(48)},
+        DB_PASSPHRASE_LABEL: lambda: {"passphrase": new_passphrase()},
+        ADMIN_LABEL: lambda: {"username": ADMIN_USERNAME, "password": secrets.token_urlsafe(32)},
+    }
+    for label, generate in generators.items():
+        if store.get(label) is None:
+            store.create(label, generate())
+            logger.info("created the %s secret", label)
+    return None
 
 
 def read_secrets(store: SecretStore) -> BootstrapSecrets | None:
@@ -161,18 +167,6 @@ def new_passphrase() -> str:
     return passphrase
 
 
-def _ensure(
-    store: SecretStore, label: str, generate: Callable[[], Mapping[str, str]]
-) -> Mapping[str, str]:
-    existing = store.get(label)
-    if existing is not None:
-        return existing
-    content = generate()
-    store.create(label, content)
-    logger.info("created the %s secret", label)
-    return content
-
-
 # GARM ---------------------------------------------------------------------------------------
 
 
@@ -185,8 +179,8 @@ def wait_until_serving(
 ) -> bool:
     """Wait until GARM answers HTTP at all; True once it does, False after the timeout.
 
-    Any answer counts, refusals included (409 before first-run, 401 without a token): only an
-    outage means GARM is not listening yet.
+    Any answer counts, refusals and unreadable bodies included (409 before first-run, 401
+    without a token): only an outage means GARM is not listening yet.
 
     Args:
         client: the client to probe with.
@@ -198,7 +192,7 @@ def wait_until_serving(
     while True:
         try:
             client.controller_info()
-        except GarmApiError:
+        except (GarmApiError, WireFormatError):
             return True
         except GarmUnreachable:
             if clock() >= deadline:
@@ -252,7 +246,7 @@ def login(client: GarmClient, creds: BootstrapSecrets) -> bool:
         if creds.pending_admin_password and _pending_login(client, creds):
             return False
         raise BootstrapError(
-            f"GARM refuses the admin credentials kept in the Juju secret; see {SWITCH_DATABASE}"
+            f"GARM refuses the admin password; see {RESET_ADMIN_PASSWORD}"
         ) from None
     else:
         return False

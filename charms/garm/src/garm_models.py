@@ -30,8 +30,25 @@ class EntityKind(enum.StrEnum):
     ENTERPRISE = "enterprises"
 
 
-class WireFormatError(ValueError):
-    """GARM answered with a body that cannot be read as the documented type."""
+class GarmError(Exception):
+    """Base of everything `garm_api` raises about GARM (here, so a `WireFormatError` is one)."""
+
+
+class WireFormatError(GarmError, ValueError):
+    """GARM answered with a body that cannot be read as the documented type.
+
+    Neither a refusal nor an outage: GARM answered, but not what its API documents. `GarmClient`
+    names the call that got the answer, so the status can say which one.
+
+    Attributes:
+        operation: the call that got the answer ("" until `GarmClient` names it).
+        problem: what was wrong with the body.
+    """
+
+    def __init__(self, problem: str, *, operation: str = "") -> None:
+        super().__init__(f"{operation}: {problem}" if operation else problem)
+        self.operation = operation
+        self.problem = problem
 
 
 def normalise_label(label: str) -> str:

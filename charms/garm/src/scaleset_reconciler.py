@@ -148,10 +148,12 @@ def reconcile(
             relation exists that has not published its spec yet.
 
     Returns:
-        What the pass found and did; API refusals are in it, never raised.
+        What the pass found and did; refused writes are in it, never raised.
 
     Raises:
         GarmUnreachable: GARM did not answer; the pass stopped at that call.
+        GarmError: a read the plan needs (the scale sets, their runners) was refused or
+            unreadable; nothing can be planned without it, so the pass stops before any write.
     """
     settings = settings or ReconcileSettings()
     counted = _CountingApi(api)

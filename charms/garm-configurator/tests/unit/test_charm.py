@@ -99,8 +99,8 @@ def test_leader_publishes_with_secret_ids_only(
     password = state.get_secret(label="openstack-password")
     private_key = state.get_secret(label="github-app-private-key")
     assert password.owner == "app"
-    assert password.latest_content == {"password": OPENSTACK_PASSWORD}
-    assert private_key.latest_content == {"private-key": pkcs1_pem}
+    assert password.latest_content == {"password": OPENSTACK_PASSWORD, "app": "garm-configurator"}
+    assert private_key.latest_content == {"private-key": pkcs1_pem, "app": "garm-configurator"}
     assert json.loads(databag["openstack"])["password_secret_id"] == password.id
     assert json.loads(databag["github-app"]) == {
         "app_id": 123456,
@@ -491,7 +491,7 @@ def test_user_secret_rotation_updates_the_copy_once(
 
     for state in (once, twice):
         copy = state.get_secret(label="openstack-password")
-        assert copy.latest_content == {"password": "new-password"}
+        assert copy.latest_content == {"password": "new-password", "app": "garm-configurator"}
         assert copy._latest_revision == 2
         assert dict(state.get_relation(garm.id).local_app_data) == before
         assert state.get_secret(label="github-app-private-key")._latest_revision == 1

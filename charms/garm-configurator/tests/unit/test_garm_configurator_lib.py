@@ -26,6 +26,8 @@ from charms.garm_configurator.v0.garm_configurator import (
 
 PASSWORD_ID = "secret:d1n3kb7mp25c78a8ob30"
 KEY_ID = "secret:d1n3kb7mp25c78a8ob3g"
+# ops.testing's default name for the application on the other side of a relation.
+PUBLISHER = "remote"
 SCALESET: dict[str, Any] = {
     "name": "small",
     "labels": ["noble", "X64"],
@@ -284,13 +286,13 @@ def test_read_relation_parses_the_remote_app_data(pkcs1_pem: str):
     """
     relation = testing.Relation("garm-configurator", remote_app_data=_databag())
     secrets = [
-        testing.Secret({"password": "pw"}, id=PASSWORD_ID),
-        testing.Secret({"private-key": pkcs1_pem}, id=KEY_ID),
+        testing.Secret(_published({"password": "pw"}), id=PASSWORD_ID),
+        testing.Secret(_published({"private-key": pkcs1_pem}), id=KEY_ID),
     ]
 
     with _requirer(relation, secrets) as model:
         data = read_relation(_relation(model))
-        values = fetch_secrets(model, data)
+        values = fetch_secrets(model, data, publisher=PUBLISHER)
 
     assert data.scaleset.name == "small"
     assert values.openstack_password == "pw"
@@ -301,12 +303,16 @@ def test_fetch_secrets_follows_the_latest_revision(pkcs1_pem: str):
     """Arrange: the password secret has a newer revision. Act: fetch. Assert: the new value."""
     relation = testing.Relation("garm-configurator", remote_app_data=_databag())
     secrets = [
-        testing.Secret({"password": "old"}, latest_content={"password": "new"}, id=PASSWORD_ID),
-        testing.Secret({"private-key": pkcs1_pem}, id=KEY_ID),
+        testing.Secret(
+            _published({"password": "old"}),
+            latest_content=_published({"password": "new"}),
+            id=PASSWORD_ID,
+        ),
+        testing.Secret(_published({"private-key": pkcs1_pem}), id=KEY_ID),
     ]
 
     with _requirer(relation, secrets) as model:
-        values = fetch_secrets(model, read_relation(_relation(model)))
+        values = fetch_secrets(model, read_relation(_relation(model)), publisher=PUBLISHER)
 
     assert values.openstack_password == "new"
 
@@ -327,7 +333,7 @@ def test_fetch_secrets_without_grant_is_unavailable():
     relation = testing.Relation("garm-configurator", remote_app_data=_databag())
 
     with _requirer(relation, []) as model, pytest.raises(SecretUnavailableError) as caught:
-        fetch_secrets(model, read_relation(_relation(model)))
+        fetch_secrets(model, read_relation(_relation(model)), publisher=PUBLISHER)
 
     assert PASSWORD_ID in str(caught.value)
 
@@ -350,12 +356,12 @@ def test_fetch_secrets_refuses_malformed_content(
     """Arrange: a secret with a wrong key or value. Act: fetch. Assert: unavailable, no value."""
     relation = testing.Relation("garm-configurator", remote_app_data=_databag())
     secrets = [
-        testing.Secret(password_content, id=PASSWORD_ID),
-        testing.Secret(key_content or {"private-key": pkcs1_pem}, id=KEY_ID),
+        testing.Secret(_published(password_content), id=PASSWORD_ID),
+        testing.Secret(_published(key_content or {"private-key": pkcs1_pem}), id=KEY_ID),
     ]
 
     with _requirer(relation, secrets) as model, pytest.raises(SecretUnavailableError) as caught:
-        fetch_secrets(model, read_relation(_relation(model)))
+        fetch_secrets(model, read_relation(_relation(model)), publisher=PUBLISHER)
 
     assert expected in str(caught.value)
     assert "garbage" not in str(caught.value)
@@ -366,14 +372,50 @@ def test_fetch_secrets_refuses_a_pkcs8_key(pkcs8_pem: str):
     """Arrange: the key secret holds PKCS#8. Act: fetch. Assert: refused with the conversion."""
     relation = testing.Relation("garm-configurator", remote_app_data=_databag())
     secrets = [
-        testing.Secret({"password": "pw"}, id=PASSWORD_ID),
-        testing.Secret({"private-key": pkcs8_pem}, id=KEY_ID),
+        testing.Secret(_published({"password": "pw"}), id=PASSWORD_ID),
+        testing.Secret(_published({"private-key": pkcs8_pem}), id=KEY_ID),
     ]
 
     with _requirer(relation, secrets) as model, pytest.raises(SecretUnavailableError) as caught:
-        fetch_secrets(model, read_relation(_relation(model)))
+        fetch_secrets(model, read_relation(_relation(model)), publisher=PUBLISHER)
 
     assert "openssl pkcs8" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("password_content", "owner", "expected"),
+    [
+        ({"password": "pw", "app": "other-configurator"}, None, "does not name remote"),
+        ({"password": "pw"}, None, "does not name remote"),
+        ({"username": "admin", "password": "garm-admin-Pa55"}, "app", "owned by this app"),
+        ({"password": "pw", "app": PUBLISHER}, "unit", "owned by this app"),
+    ],
+    ids=["another-publisher", "no-publisher", "requirer-admin-secret", "requirer-unit-secret"],
+)
+def test_fetch_secrets_refuses_a_secret_that_is_not_the_publishers(
+    pkcs1_pem: str, password_content: dict[str, str], owner: Any, expected: str
+):
+    """Arrange: the password id points at another app's secret, or at one the requirer owns.
+
+    Act: fetch. Assert: UntrustedSecretError naming the secret, never its value.
+    """
+    relation = testing.Relation("garm-configurator", remote_app_data=_databag())
+    secrets = [
+        testing.Secret(password_content, id=PASSWORD_ID, owner=owner),
+        testing.Secret(_published({"private-key": pkcs1_pem}), id=KEY_ID),
+    ]
+    ctx = testing.Context(ops.CharmBase, meta=REQUIRER_META)
+    state = testing.State(leader=True, relations=[relation], secrets=secrets)
+
+    with ctx(ctx.on.update_status(), state) as manager:
+        model = manager.charm.model
+        with pytest.raises(lib.UntrustedSecretError) as caught:
+            fetch_secrets(model, read_relation(_relation(model)), publisher=PUBLISHER)
+
+    assert expected in str(caught.value)
+    assert PASSWORD_ID in str(caught.value)
+    assert "Pa55" not in str(caught.value)
+    assert issubclass(lib.UntrustedSecretError, ConfiguratorDataError)
 
 
 def test_publish_writes_only_changes_and_only_on_the_leader():
@@ -420,6 +462,11 @@ def _requirer(relation: testing.Relation, secrets: list[testing.Secret]) -> Iter
     state = testing.State(relations=[relation], secrets=secrets)
     with ctx(ctx.on.update_status(), state) as manager:
         yield manager.charm.model
+
+
+def _published(content: dict[str, str]) -> dict[str, str]:
+    """A secret's content as the configurator publishes it: naming itself under `app`."""
+    return {**content, "app": PUBLISHER}
 
 
 def _relation(model: ops.Model) -> ops.Relation:

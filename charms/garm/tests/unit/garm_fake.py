@@ -45,6 +45,10 @@ class FakeGarm:
     credentials_body: str = "null"
     # When set, the next token handed out is already expired (GARM answers 401 to it).
     expire_next_token: bool = False
+    # "METHOD /path" -> (HTTP status, raw body): answered instead of the route, every time.
+    answers: dict[str, tuple[int, str]] = dataclasses.field(
+        default_factory=dict[str, tuple[int, str]]
+    )
 
     def install(self, server: HTTPServer) -> None:
         """Answer every request on the server."""
@@ -52,7 +56,11 @@ class FakeGarm:
 
     def handle(self, request: Request) -> Response:
         """Route one request."""
-        self.calls.append(f"{request.method} {request.path}")
+        call = f"{request.method} {request.path}"
+        self.calls.append(call)
+        if call in self.answers:
+            status, body = self.answers[call]
+            return Response(body, status=status, content_type="application/json")
         route = {
             ("POST", "/api/v1/first-run"): self._first_run,
             ("POST", "/api/v1/auth/login"): self._login,

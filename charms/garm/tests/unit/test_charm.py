@@ -110,18 +110,68 @@ def secret_by_label(state: testing.State, label: str) -> testing.Secret:
 # Install and bootstrap ----------------------------------------------------------------------
 
 
-def test_install_bootstraps_garm(
+def test_install_creates_secrets_and_never_uses_them_in_the_same_hook(
     ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
 ):
-    """Arrange: a leader with both resources attached and a GARM before first-run.
+    """Arrange: a fresh leader with both resources attached and a GARM before first-run.
 
-    Act: install.
-    Assert: installed from the resources, configured on SQLite, first-run, login and controller
-    URLs from external-url; three app-owned secrets; Active with the workload version.
+    Act: install (Juju discards its secrets if it fails later).
+    Assert: three app-owned secrets created; GARM installed but neither configured nor
+    first-run with them; Waiting saying the next hook configures GARM.
     """
     state = testing.State(leader=True, resources=resources, config=config)
 
     out = ctx.run(ctx.on.install(), state)
+
+    assert out.unit_status == ops.WaitingStatus(
+        "created GARM's secrets; GARM is configured at the next hook"
+    )
+    assert {secret.label for secret in out.secrets} == {
+        JWT_SECRET_LABEL,
+        DB_PASSPHRASE_LABEL,
+        ADMIN_LABEL,
+    }
+    assert workload.calls == ["install"]
+    assert garm.calls == []
+
+
+def test_a_failed_first_hook_leaves_garm_untouched_and_the_next_bootstraps(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a fresh leader whose install hook failed after creating its secrets.
+
+    (Juju discarded them: the next hook starts from the same state.)
+
+    Act: install again, then config-changed.
+    Assert: GARM was never first-run with the discarded secrets; it is with the kept ones.
+    """
+    fresh = testing.State(leader=True, resources=resources, config=config)
+    discarded = ctx.run(ctx.on.install(), fresh)
+    assert garm.admin is None
+
+    kept = ctx.run(ctx.on.install(), fresh)
+    ctx.run(ctx.on.config_changed(), kept)
+
+    admin = secret_by_label(kept, ADMIN_LABEL).tracked_content
+    lost = secret_by_label(discarded, ADMIN_LABEL).tracked_content
+    assert garm.admin == (admin["username"], admin["password"])
+    assert garm.admin != (lost["username"], lost["password"])
+
+
+def test_second_hook_bootstraps_garm(
+    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+):
+    """Arrange: a leader whose install hook created the secrets; a GARM before first-run.
+
+    Act: config-changed.
+    Assert: installed from the resources, configured on SQLite, first-run, login and controller
+    URLs from external-url; the three app-owned secrets; Active with the workload version.
+    """
+    state = ctx.run(
+        ctx.on.install(), testing.State(leader=True, resources=resources, config=config)
+    )
+
+    out = ctx.run(ctx.on.config_changed(), state)
 
     assert out.unit_status == ops.ActiveStatus()
     assert out.app_status == ops.ActiveStatus()
@@ -167,12 +217,15 @@ def test_maintenance_while_installing(
 def test_generated_secrets_meet_garm_rules(
     ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
 ):
-    """Arrange: a fresh leader. Act: install.
+    """Arrange: a fresh leader. Act: install, then config-changed.
 
     Assert: passphrase exactly 32 characters, username letters/digits, long random password and
     JWT secret, and the rendered config uses the secrets' values.
     """
-    out = ctx.run(ctx.on.install(), testing.State(leader=True, resources=resources, config=config))
+    created = ctx.run(
+        ctx.on.install(), testing.State(leader=True, resources=resources, config=config)
+    )
+    out = ctx.run(ctx.on.config_changed(), created)
 
     passphrase = secret_by_label(out, DB_PASSPHRASE_LABEL).tracked_content["passphrase"]
     admin = secret_by_label(out, ADMIN_LABEL).tracked_content
@@ -274,7 +327,12 @@ def test_waiting_while_garm_does_not_answer(
     Act: start. Assert: Waiting, with GARM configured and started.
     """
     monkeypatch.setattr(garm_bootstrap, "START_TIMEOUT_SECONDS", 0.5)
-    state = testing.State(leader=True, resources=resources, config={"port": unused_port})
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config={"port": unused_port},
+        secrets=bootstrap_secrets(),
+    )
 
     out = ctx.run(ctx.on.start(), state)
 
@@ -296,8 +354,12 @@ def test_wrong_admin_password_blocks_without_leaking_it(
 
     out = ctx.run(ctx.on.config_changed(), state)
 
-    assert isinstance(out.unit_status, ops.BlockedStatus)
-    assert "admin credentials" in out.unit_status.message
+    assert out.unit_status == ops.BlockedStatus(
+        "GARM refuses the admin password; see https://github.com/canonical/garm-operator/blob/"
+        "main/docs/how-to/admin-password.md"
+    )
+    assert len(out.unit_status.message) <= 120
+    assert garm.writes() == ["POST /api/v1/auth/login"]
     assert PASSWORD not in out.unit_status.message
     assert "some-other-password" not in out.unit_status.message
 
@@ -314,28 +376,45 @@ def test_wrong_admin_password_blocks_without_leaking_it(
         ("external-url", "garm.example.com"),
         ("external-url", "ftp://garm.example.com"),
         ("drain-timeout", "7 hours"),
+        ("drain-timeout", "99999999999999999999h"),
+        ("drain-timeout", "999999999h"),
         ("handover-grace", "soon"),
+        ("handover-grace", "2562048h"),
+        ("external-url", "https://garm.example.com\r\nX-Evil: 1"),
+        ("external-url", "https://user:pw@garm.example.com"),
+        ("external-url", "https://garm.example.com:65536"),
     ],
 )
 def test_bad_config_blocks_naming_the_option(
     ctx: Ctx,
     workload: RecordingWorkload,
+    garm: FakeGarm,
     resources: Resources,
     config: Config,
     option: str,
     value: Any,
 ):
-    """Arrange: a running leader; one option set to a bad value. Act: config-changed.
+    """Arrange: a bootstrapped leader; one option set to a bad value. Act: config-changed.
 
-    Assert: Blocked naming the option; nothing installed, applied, stopped or removed.
+    Assert: Blocked naming the option and what it must be; nothing installed, applied, stopped
+    or removed, and no call reaches GARM.
     """
-    state = testing.State(leader=True, resources=resources, config={**config, option: value})
+    bootstrapped(garm)
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config={**config, option: value},
+        secrets=bootstrap_secrets(),
+    )
 
     out = ctx.run(ctx.on.config_changed(), state)
 
     assert isinstance(out.unit_status, ops.BlockedStatus)
-    assert f"invalid config {option}" in out.unit_status.message
+    assert out.unit_status.message.startswith(f"invalid config {option}: ")
+    assert "must" in out.unit_status.message
+    assert len(out.unit_status.message) <= 120
     assert workload.calls == []
+    assert garm.calls == []
 
 
 def test_config_change_reaches_garm_config(
@@ -392,7 +471,10 @@ def test_proxy_reaches_install_and_garm(
     monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", "http://squid.internal:3128")
     monkeypatch.setenv("JUJU_CHARM_NO_PROXY", "127.0.0.1,localhost")
 
-    ctx.run(ctx.on.install(), testing.State(leader=True, resources=resources, config=config))
+    state = testing.State(
+        leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
+    )
+    ctx.run(ctx.on.install(), state)
 
     assert workload.installs[0][2].https_proxy == "http://squid.internal:3128"
     assert workload.applied[-1].proxy.no_proxy == "127.0.0.1,localhost"
@@ -469,7 +551,11 @@ def test_database_relation_configures_postgresql(
     secret = database_secret()
     relation = database_relation(secret, endpoints="10.0.0.5:5433,10.0.0.6:5433")
     state = testing.State(
-        leader=True, resources=resources, config=config, relations=[relation], secrets=[secret]
+        leader=True,
+        resources=resources,
+        config=config,
+        relations=[relation],
+        secrets=[*bootstrap_secrets(), secret],
     )
 
     out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
@@ -530,7 +616,11 @@ def test_postgresql_runs_when_garm_has_it_or_cannot_tell(
     secret = database_secret()
     relation = database_relation(secret)
     state = testing.State(
-        leader=True, resources=resources, config=config, relations=[relation], secrets=[secret]
+        leader=True,
+        resources=resources,
+        config=config,
+        relations=[relation],
+        secrets=[*bootstrap_secrets(), secret],
     )
 
     out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
@@ -563,7 +653,13 @@ def test_database_joined_but_not_answered_waits(
     Assert: Waiting for credentials; GARM not reconfigured.
     """
     relation = testing.Relation("database", remote_app_name="postgresql")
-    state = testing.State(leader=True, resources=resources, config=config, relations=[relation])
+    state = testing.State(
+        leader=True,
+        resources=resources,
+        config=config,
+        relations=[relation],
+        secrets=bootstrap_secrets(),
+    )
 
     out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
 
@@ -949,3 +1045,35 @@ def test_rotate_credentials_on_a_non_leader_fails(ctx: Ctx, workload: RecordingW
 
     with pytest.raises(testing.ActionFailed, match="garm/leader rotate-credentials"):
         ctx.run(ctx.on.action("rotate-credentials"), state)
+
+
+# Ports --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("leader", [True, False], ids=["leader", "standby"])
+def test_the_api_port_is_open_where_garm_runs(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    garm: FakeGarm,
+    resources: Resources,
+    config: Config,
+    leader: bool,
+):
+    """Arrange: a unit (GARM on the configured port) that had port 9997 open before.
+
+    Act: config-changed. Assert: the leader opens the configured port only, so `juju expose`
+    reaches GARM; a standby, which runs no GARM, opens nothing.
+    """
+    bootstrapped(garm)
+    state = testing.State(
+        leader=leader,
+        resources=resources,
+        config=config,
+        secrets=bootstrap_secrets(),
+        opened_ports={testing.TCPPort(9997)},
+    )
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    expected = {testing.TCPPort(int(config["port"]))} if leader else set()
+    assert set(out.opened_ports) == expected

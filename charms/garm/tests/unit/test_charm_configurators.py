@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +23,13 @@ from workload_double import RecordingWorkload
 
 import charm
 from garm_api import GarmClient
+from garm_bootstrap import (
+    ADMIN_LABEL,
+    ADMIN_USERNAME,
+    DB_PASSPHRASE_LABEL,
+    JWT_SECRET_LABEL,
+    new_passphrase,
+)
 from garm_sim import GarmSim
 
 OPENSTACK_PASSWORD = "openstack-Pa55word-of-the-cloud"
@@ -55,8 +63,8 @@ def configurator(
 ) -> Configurator:
     """A configurator `small` that published a scale set for org `acme`."""
     password, key = secrets or (
-        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD}),
-        testing.Secret(tracked_content={"private-key": app_key}),
+        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD, "app": "small"}),
+        testing.Secret(tracked_content={"private-key": app_key, "app": "small"}),
     )
     relation = testing.Relation(
         "garm-configurator",
@@ -71,13 +79,16 @@ def configurator(
 def leader_state(
     sim: GarmSim, resources: frozenset[testing.Resource], related: Configurator, **extra: Any
 ) -> testing.State:
-    """The leader, configured to reach the simulator, with one configurator related."""
+    """The leader, configured to reach the simulator, with one configurator related.
+
+    garm's own secrets exist, as an earlier hook created them.
+    """
     return testing.State(
         leader=True,
         resources=resources,
         config={"port": sim.port, "external-url": "https://garm.example.com", **extra},
         relations={related.relation},
-        secrets=set(related.secrets),
+        secrets={*related.secrets, *garm_secrets()},
     )
 
 
@@ -97,6 +108,19 @@ def relabelled(
         next(iter(served.relations)), remote_app_data=changed.relation.remote_app_data
     )
     return ctx, dataclasses.replace(served, relations={relation})
+
+
+def garm_secrets() -> list[testing.Secret]:
+    """The garm app's own bootstrap secrets, as strong as GARM (and the simulator) wants them."""
+    return [
+        testing.Secret({"secret": secrets.token_urlsafe(48)}, owner="app", label=JWT_SECRET_LABEL),
+        testing.Secret({"passphrase": new_passphrase()}, owner="app", label=DB_PASSPHRASE_LABEL),
+        testing.Secret(
+            {"username": ADMIN_USERNAME, "password": secrets.token_urlsafe(32)},
+            owner="app",
+            label=ADMIN_LABEL,
+        ),
+    ]
 
 
 def garm_api_of(sim: GarmSim) -> GarmClient:
@@ -243,6 +267,30 @@ def test_label_change_creates_the_replacement_first(
     assert new.enabled
     assert new.normalised_labels == {"linux", "x64", "gpu"}
     assert out.unit_status == ops.ActiveStatus("'small' labels changing: starting new scale set")
+
+
+def test_every_created_scale_set_boots_its_runners_from_a_config_drive(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` is served; then its labels change, so a second generation is created.
+
+    Act: config-changed, then relation-changed.
+    Assert: every scale set GARM holds has `use_config_drive: true` in its extra specs.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    original = configurator(app_key)
+    served = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, original))
+    changed = configurator(app_key, labels=("linux", "x64", "gpu"), secrets=original.secrets)
+    relation = dataclasses.replace(
+        next(iter(served.relations)), remote_app_data=changed.relation.remote_app_data
+    )
+
+    ctx.run(ctx.on.relation_changed(relation), dataclasses.replace(served, relations={relation}))
+
+    api = garm_api_of(sim)
+    scalesets = [api.get_scaleset(listed.id) for listed in api.list_scalesets()]
+    assert len(scalesets) == 2
+    assert all(scaleset.extra_specs == {"use_config_drive": True} for scaleset in scalesets)
 
 
 def test_secrets_never_reach_status_or_logs(
@@ -439,8 +487,10 @@ def test_readded_configurator_renders_its_provider_from_new_data(
     renewed = configurator(
         app_key,
         secrets=[
-            testing.Secret(tracked_content={"password": "a-New-openstack-pa55word"}),
-            testing.Secret(tracked_content={"private-key": app_key}),
+            testing.Secret(
+                tracked_content={"password": "a-New-openstack-pa55word", "app": "small"}
+            ),
+            testing.Secret(tracked_content={"private-key": app_key, "app": "small"}),
         ],
     )
 
@@ -515,6 +565,64 @@ def test_a_system_template_without_the_install_step_blocks(
         "garm-cli template restore"
     )
     assert len(out.unit_status.message) <= 120
+
+
+def test_configurator_pointing_at_garms_admin_secret_is_refused(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` publishes the id of garm's own admin secret as its OpenStack password.
+
+    (The admin secret's key `password` has the name the relation expects.)
+
+    Act: config-changed on the leader.
+    Assert: Blocked naming the relation; the admin password is in no rendered provider and
+    GARM holds no credentials or scale set from that relation; the status holds no secret.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    own = garm_secrets()
+    admin = next(secret for secret in own if secret.label == ADMIN_LABEL)
+    admin_password = admin.tracked_content["password"]
+    key = testing.Secret(tracked_content={"private-key": app_key, "app": "small"})
+    related = configurator(app_key, secrets=[admin, key])
+    state = dataclasses.replace(leader_state(sim, resources, related), secrets={*own, key})
+
+    out = ctx.run(ctx.on.config_changed(), state)
+
+    relation_id = related.relation.id
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert out.unit_status.message.startswith(
+        f"relation garm-configurator:{relation_id} (small): secret {admin.id} is owned by"
+    )
+    assert len(out.unit_status.message) <= 120
+    assert admin_password not in out.unit_status.message
+    assert all(not config.providers for config in workload.applied)
+    api = garm_api_of(sim)
+    assert api.list_github_credentials() == []
+    assert api.list_scalesets() == []
+
+
+def test_configurator_pointing_at_another_configurators_secret_is_refused(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` publishes ids of secrets that name configurator `large` as publisher.
+
+    Act: config-changed. Assert: Blocked naming the relation and the publisher; nothing rendered.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    related = configurator(
+        app_key,
+        secrets=[
+            testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD, "app": "large"}),
+            testing.Secret(tracked_content={"private-key": app_key, "app": "large"}),
+        ],
+    )
+
+    out = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, related))
+
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    assert "(small): secret" in out.unit_status.message
+    assert "does not name small: refused" in out.unit_status.message
+    assert all(not config.providers for config in workload.applied)
 
 
 RSA_FINGERPRINT = "SHA256:" + "R" * 43

@@ -59,7 +59,7 @@ def test_ipv6_unit_address_is_bracketed():
 )
 def test_durations(text: str, expected: datetime.timedelta):
     """Arrange: a duration string. Act: parse it. Assert: the timedelta."""
-    assert parse_duration(text) == expected
+    assert parse_duration(text, datetime.timedelta(days=1)) == expected
 
 
 @pytest.mark.parametrize("text", ["0", "0s", "0m"])
@@ -92,6 +92,55 @@ def test_bad_values_name_the_option(raw: dict[str, object], option: str):
 
     assert caught.value.option == option
     assert str(caught.value).startswith(f"invalid config {option}:")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "reason"),
+    [
+        ("drain-timeout", "9999999999999999999999h", "must be a duration such as 7h"),
+        ("drain-timeout", "999999999h", "must be at most 168h"),
+        ("drain-timeout", "169h", "must be at most 168h"),
+        ("drain-timeout", "1" * 5000 + "s", "must be a duration such as 7h"),
+        ("handover-grace", "25h", "must be at most 24h"),
+        ("handover-grace", "999999999s", "must be at most 24h"),
+        ("external-url", "https://garm .example.com", "must not contain spaces or control"),
+        ("external-url", "https://garm.example.com/a\tb", "must not contain spaces or control"),
+        ("external-url", "https://garm.example.com/\x00", "must not contain spaces or control"),
+        ("external-url", "https://garm.example.com/\nx", "must not contain spaces or control"),
+        ("external-url", "https://admin:pw@garm.example.com", "must not carry a user"),
+        ("external-url", "https://evil@garm.example.com", "must not carry a user"),
+        ("external-url", "https://garm.example.com:0", "must have a port of 1-65535"),
+        ("external-url", "https://garm.example.com:65536", "must have a port of 1-65535"),
+        ("external-url", "https://garm.example.com:99999999999", "must have a port of 1-65535"),
+        ("external-url", "https://garm.example.com:x", "must have a port of 1-65535"),
+    ],
+)
+def test_out_of_bounds_values_say_what_to_do(option: str, value: str, reason: str):
+    """Arrange: a value out of bounds (never an OverflowError). Act: parse.
+
+    Assert: InvalidConfigError naming the option and the rule, never the value.
+    """
+    with pytest.raises(InvalidConfigError) as caught:
+        parse_config({option: value})
+
+    assert str(caught.value) == f"invalid config {option}: {reason}" or (
+        str(caught.value).startswith(f"invalid config {option}: {reason}")
+    )
+    assert "pw@" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("drain-timeout", "168h"),
+        ("handover-grace", "24h"),
+        ("external-url", "https://garm.example.com:8443/prefix"),
+        ("external-url", "http://[fd00::5]:9997"),
+    ],
+)
+def test_values_at_the_bounds_are_accepted(option: str, value: str):
+    """Arrange: a value at the upper bound or a full URL. Act: parse. Assert: no error."""
+    parse_config({option: value})
 
 
 @pytest.mark.parametrize(

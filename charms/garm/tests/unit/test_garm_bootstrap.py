@@ -53,15 +53,36 @@ def client(httpserver: HTTPServer) -> GarmClient:
 
 
 def test_ensure_secrets_creates_once_and_never_regenerates():
-    """Arrange: an empty store. Act: ensure twice. Assert: three secrets, same values."""
+    """Arrange: an empty store. Act: ensure three times (three hooks).
+
+    Assert: the first creates three secrets and returns None (never used in the hook that
+    created them); the next ones return the same values, creating nothing.
+    """
     store = MemoryStore()
 
     first = ensure_secrets(store)
+    created = dict(store.secrets)
     second = ensure_secrets(store)
+    third = ensure_secrets(store)
 
-    assert first == second
+    assert first is None
+    assert set(created) == {JWT_SECRET_LABEL, DB_PASSPHRASE_LABEL, ADMIN_LABEL}
+    assert store.secrets == created
+    assert second is not None
+    assert second == third == read_secrets(store)
+
+
+def test_ensure_secrets_completes_a_partial_set_without_using_it():
+    """Arrange: only the JWT secret survived an earlier hook. Act: ensure.
+
+    Assert: the two missing ones are created, the JWT secret kept; None until a later hook.
+    """
+    store = MemoryStore()
+    store.create(JWT_SECRET_LABEL, {"secret": "kept"})
+
+    assert ensure_secrets(store) is None
+    assert store.secrets[JWT_SECRET_LABEL] == {"secret": "kept"}
     assert set(store.secrets) == {JWT_SECRET_LABEL, DB_PASSPHRASE_LABEL, ADMIN_LABEL}
-    assert read_secrets(store) == first
 
 
 def test_read_secrets_is_none_until_all_exist():

@@ -6,7 +6,9 @@ import dataclasses
 import hashlib
 import io
 import re
+import shutil
 import stat
+import subprocess
 import tarfile
 import time
 import tomllib
@@ -15,8 +17,12 @@ from ipaddress import ip_address
 from pathlib import Path
 
 import pytest
+import yaml
 from fake_systemctl import FAILURE_OUTPUT, FakeSystemctl, install_fake_systemctl
+from workload_double import this_users_ids
 
+import garm_version
+import install
 import workload
 from workload import (
     CommandError,
@@ -112,7 +118,7 @@ def installed(tmp_path: Path, runner: RecordingRunner) -> Workload:
     """A workload rooted in a temp dir with both binaries installed from attached resources."""
     root = tmp_path / "root"
     root.mkdir()
-    work = Workload(root, runner=runner, fetcher=_no_network, arch="amd64")
+    work = Workload(root, runner=runner, fetcher=_no_network, arch="amd64", ids=this_users_ids)
     work.install(
         tarball(tmp_path / "garm.tgz", "garm"),
         tarball(tmp_path / "provider.tgz", "garm-provider-openstack"),
@@ -136,7 +142,8 @@ def mode(path: Path) -> int:
 def test_install_from_resources_creates_layout(installed: Workload, runner: RecordingRunner):
     """Arrange: attached tarballs, user already present. Act: install.
 
-    Assert: binaries executable in place, directories with their modes, garm owns its dirs.
+    Assert: binaries executable in place; /etc/garm root:garm 0750, the data directory
+    garm:garm 0750 (the lookup's ids), the charm's own state root-only.
     """
     paths = installed.paths
     assert paths.garm_binary.read_bytes() == b"\x7fELF binary"
@@ -144,15 +151,16 @@ def test_install_from_resources_creates_layout(installed: Workload, runner: Reco
     assert mode(paths.provider_binary) == 0o755
     assert mode(paths.etc) == 0o750
     assert mode(paths.data) == 0o750
-    assert ["chown", "garm:garm", str(paths.etc)] in runner.commands
-    assert ["chown", "garm:garm", str(paths.data)] in runner.commands
-    assert not any(command[0] == "useradd" for command in runner.commands)
+    assert mode(paths.charm_state) == 0o700
+    uid, gid = this_users_ids("garm")
+    assert (paths.etc.stat().st_gid, paths.data.stat().st_uid) == (gid, uid)
+    assert not any(command[0] in ("useradd", "chown") for command in runner.commands)
 
 
 def test_install_creates_system_user_when_missing(tmp_path: Path, runner: RecordingRunner):
     """Arrange: no garm user. Act: install. Assert: a system user without a login shell."""
     runner.user_exists = False
-    work = Workload(tmp_path, runner=runner, fetcher=_no_network, arch="amd64")
+    work = Workload(tmp_path, runner=runner, fetcher=_no_network, arch="amd64", ids=this_users_ids)
 
     work.install(
         tarball(tmp_path / "g.tgz", "garm"),
@@ -171,7 +179,7 @@ def test_tarball_without_binary_names_resource(tmp_path: Path, runner: Recording
 
     Assert: ResourceError naming the resource and the missing executable.
     """
-    work = Workload(tmp_path, runner=runner, fetcher=_no_network, arch="amd64")
+    work = Workload(tmp_path, runner=runner, fetcher=_no_network, arch="amd64", ids=this_users_ids)
 
     with pytest.raises(ResourceError) as caught:
         work.install(tarball(tmp_path / "g.tgz", "README.md"), None, ProxyConfig())
@@ -185,7 +193,7 @@ def test_no_resource_and_no_pinned_hash_refuses_download(tmp_path: Path, runner:
 
     Act: install. Assert: ResourceError naming the provider resource; nothing was downloaded.
     """
-    work = Workload(tmp_path, runner=runner, fetcher=_no_network, arch="amd64")
+    work = Workload(tmp_path, runner=runner, fetcher=_no_network, arch="amd64", ids=this_users_ids)
 
     with pytest.raises(ResourceError, match="attach the release tarball") as caught:
         work.install(tarball(tmp_path / "g.tgz", "garm"), None, ProxyConfig())
@@ -202,7 +210,7 @@ def test_failed_download_names_the_resource(tmp_path: Path, runner: RecordingRun
     def unreachable(url: str, proxy: ProxyConfig) -> bytes:
         raise OSError("Network is unreachable")
 
-    work = Workload(tmp_path, runner=runner, fetcher=unreachable, arch="amd64")
+    work = Workload(tmp_path, runner=runner, fetcher=unreachable, arch="amd64", ids=this_users_ids)
 
     with pytest.raises(ResourceError, match=r"download of v0\.2\.1 failed .*attach it") as caught:
         work.install(None, None, ProxyConfig())
@@ -240,7 +248,9 @@ def test_download_verifies_pinned_sha256_through_proxy(
         return garm if "/garm/" in url else prov
 
     proxy = ProxyConfig(https_proxy="http://squid.internal:3128")
-    work = Workload(tmp_path / "root", runner=runner, fetcher=fetcher, arch="amd64")
+    work = Workload(
+        tmp_path / "root", runner=runner, fetcher=fetcher, arch="amd64", ids=this_users_ids
+    )
 
     work.install(None, None, proxy)
 
@@ -262,7 +272,13 @@ def test_download_with_wrong_sha256_is_refused(
     """
     _pin(monkeypatch, "GARM_RELEASE", b"the real release")
     served = tarball(tmp_path / "g.tgz", "garm").read_bytes()
-    work = Workload(tmp_path / "root", runner=runner, fetcher=lambda *_: served, arch="amd64")
+    work = Workload(
+        tmp_path / "root",
+        runner=runner,
+        fetcher=lambda *_: served,
+        arch="amd64",
+        ids=this_users_ids,
+    )
 
     with pytest.raises(ResourceError, match="expected") as caught:
         work.install(None, None, ProxyConfig())
@@ -280,7 +296,7 @@ def _pin(monkeypatch: pytest.MonkeyPatch, name: str, content: bytes) -> None:
         binary=release.binary,
         sha256={"amd64": hashlib.sha256(content).hexdigest()},
     )
-    monkeypatch.setattr(workload, name, pinned)
+    monkeypatch.setattr(install, name, pinned)
 
 
 # Render -------------------------------------------------------------------------------------
@@ -395,24 +411,101 @@ def test_rendered_postgresql_section(installed: Workload):
         "database": "garm",
         "sslmode": "prefer",
     }
+    assert not installed.paths.postgresql_ca.exists()
+    assert "PGSSLROOTCERT" not in installed.paths.environment.read_text()
 
 
-def test_secret_files_are_private_and_owned_by_garm(installed: Workload, runner: RecordingRunner):
-    """Arrange: an installed workload. Act: apply. Assert: 0600 files owned by garm."""
+def test_postgresql_ca_is_written_and_named_in_the_environment(installed: Workload):
+    """Arrange: a PostgreSQL provider serving TLS with its CA. Act: apply.
+
+    Assert: sslmode verify-full in config.toml; the CA in its own private file, named by
+    PGSSLROOTCERT in the service's environment (GARM's config has no key for it).
+    """
+    ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
+    postgres = PostgresConfig(
+        "db.example.com", 5432, "u", "pg-pass", "garm", sslmode="verify-full", ca_cert=ca
+    )
+
+    installed.apply(config(postgres=postgres))
+
+    database = tomllib.loads(installed.paths.config.read_text())["database"]
+    assert database["postgresql"]["sslmode"] == "verify-full"
+    assert installed.paths.postgresql_ca.read_text() == ca
+    assert mode(installed.paths.postgresql_ca) == 0o640
+    assert (
+        f'PGSSLROOTCERT="{installed.paths.postgresql_ca}"'
+        in installed.paths.environment.read_text().splitlines()
+    )
+
+
+def test_secret_files_are_read_only_for_garm(installed: Workload):
+    """Arrange: an installed workload. Act: apply.
+
+    Assert: what GARM reads is 0640 in the garm group (root owns it, GARM cannot change it),
+    provider directories 0750; the environment file and the fingerprint are root-only 0600.
+    """
     installed.apply(config())
 
     paths = installed.paths
-    secret_files = [
+    _, gid = this_users_ids("garm")
+    for path in (
         paths.config,
         paths.provider_config("openstack-small"),
         paths.provider_clouds("openstack-small"),
-        paths.fingerprint,
-    ]
-    for path in secret_files:
-        assert mode(path) == 0o600, path
-    for path in secret_files[:3]:
-        assert ["chown", "garm:garm", str(path)] in runner.commands
+    ):
+        assert mode(path) == 0o640, path
+        assert path.stat().st_gid == gid, path
+    assert mode(paths.provider_dir("openstack-small")) == 0o750
+    assert mode(paths.environment) == 0o600
+    assert mode(paths.fingerprint) == 0o600
     assert mode(paths.unit_file) == 0o644
+
+
+def test_a_planted_symlink_is_replaced_never_followed(installed: Workload, tmp_path: Path):
+    """Arrange: config.toml and a provider's clouds.yaml are symlinks to files outside.
+
+    Act: apply. Assert: the links are replaced by the rendered files; their targets untouched.
+    """
+    outside = tmp_path / "outside"
+    outside.write_text("keep me")
+    outside.chmod(0o604)
+    paths = installed.paths
+    paths.provider_dir("openstack-small").mkdir(parents=True)
+    for path in (paths.config, paths.provider_clouds("openstack-small")):
+        path.symlink_to(outside)
+
+    installed.apply(config())
+
+    assert outside.read_text() == "keep me"
+    assert mode(outside) == 0o604
+    for path in (paths.config, paths.provider_clouds("openstack-small")):
+        assert not path.is_symlink()
+        assert mode(path) == 0o640
+
+
+def test_stale_provider_symlink_is_removed_without_following_it(
+    installed: Workload, tmp_path: Path
+):
+    """Arrange: stale provider entries: a symlink to a directory, a directory with a link.
+
+    (Both point outside /etc/garm.)
+
+    Act: apply without those providers. Assert: both entries gone, everything outside intact.
+    """
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "file").write_text("keep me")
+    base = installed.paths.provider_dirs
+    base.mkdir(parents=True, exist_ok=True)
+    (base / "openstack-linked").symlink_to(outside)
+    stale = base / "openstack-stale"
+    stale.mkdir()
+    (stale / "clouds.yaml").symlink_to(outside / "file")
+
+    installed.apply(config())
+
+    assert sorted(entry.name for entry in base.iterdir()) == ["openstack-small"]
+    assert (outside / "file").read_text() == "keep me"
 
 
 def test_provider_files_point_at_each_other(installed: Workload):
@@ -429,10 +522,38 @@ def test_provider_files_point_at_each_other(installed: Workload):
         "network_id": "runners-net",
         "credentials": {"clouds": str(paths.provider_clouds("openstack-small"))},
     }
-    clouds = paths.provider_clouds("openstack-small").read_text()
-    assert '"openstack-small":' in clouds
-    assert 'password: "os-Secret: with \\"quotes\\""' in clouds
-    assert 'region_name: "RegionOne"' in clouds
+    clouds = yaml.safe_load(paths.provider_clouds("openstack-small").read_text())
+    assert clouds == {
+        "clouds": {
+            "openstack-small": {
+                "auth": {
+                    "auth_url": "https://keystone.example:5000/v3",
+                    "username": "runners",
+                    "password": 'os-Secret: with "quotes"',
+                    "project_name": "ci",
+                    "user_domain_name": "Default",
+                    "project_domain_name": "Default",
+                },
+                "region_name": "RegionOne",
+                "identity_api_version": "3",
+            }
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    "password",
+    ["pässwörd-Ünïcode-密码", "a: b # not a comment", "'\"\\\n\ttabs", "- [list, {map}]", "null"],
+)
+def test_clouds_yaml_keeps_any_password(installed: Workload, password: str):
+    """Arrange: an OpenStack password with non-ASCII or YAML syntax. Act: apply.
+
+    Assert: clouds.yaml reads back exactly that password.
+    """
+    installed.apply(config(providers=(dataclasses.replace(provider(), password=password),)))
+
+    clouds = yaml.safe_load(installed.paths.provider_clouds("openstack-small").read_text())
+    assert clouds["clouds"]["openstack-small"]["auth"]["password"] == password
 
 
 def test_unit_file_is_hardened(installed: Workload):
@@ -447,11 +568,49 @@ def test_unit_file_is_hardened(installed: Workload):
         f"ReadWritePaths={installed.paths.data}",
         "PrivateTmp=yes",
         "ProtectHome=yes",
+        "CapabilityBoundingSet=",
+        "UMask=0077",
+        # What GARM and its external provider need: outbound network, exec of the provider.
+        "RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK",
+        "SystemCallFilter=@system-service",
+        "SystemCallErrorNumber=EPERM",
         "Restart=on-failure",
         "RestartSec=5s",
         f"ExecStart={installed.paths.garm_binary} --config {installed.paths.config}",
     ):
         assert line in unit.splitlines()
+
+
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+EXPOSURE = re.compile(r"Overall exposure level for garm\.service: (?P<score>\d+\.\d+)")
+
+
+@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed here")
+def test_unit_scores_at_most_2_in_systemd_analyze_security(installed: Workload):
+    """Arrange: the rendered unit. Act: systemd-analyze security --offline=yes on the file.
+
+    Assert: an overall exposure of at most 2.0, and nothing the provider needs taken away
+    (no PrivateNetwork, no IP deny-list).
+    """
+    installed.apply(config())
+    assert SYSTEMD_ANALYZE is not None
+
+    result = subprocess.run(
+        [SYSTEMD_ANALYZE, "security", "--offline=yes", str(installed.paths.unit_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+    if "--offline" in result.stderr and result.returncode != 0:
+        pytest.skip(f"this systemd-analyze has no --offline: {result.stderr.strip()[:80]}")
+    found = EXPOSURE.search(result.stdout)
+    assert found is not None, result.stdout + result.stderr
+    assert float(found.group("score")) <= 2.0, result.stdout
+    unit = installed.paths.unit_file.read_text()
+    assert "PrivateNetwork" not in unit
+    assert "IPAddressDeny" not in unit
 
 
 def test_removed_provider_files_go(installed: Workload):
@@ -494,7 +653,7 @@ def test_kept_provider_stays_as_rendered_without_a_restart(
     installed.apply(config(providers=(provider("a"),), kept_providers=("z",)))
 
     assert provider_files(installed, "z") == rendered
-    assert all(mode(path) == 0o600 for path in rendered)
+    assert all(mode(path) == 0o640 for path in rendered)
     assert installed.paths.config.read_bytes() == toml
     assert provider_sections(installed) == ["a", "z"]
     assert installed.rendered_provider_names() == {"a", "z"}
@@ -761,6 +920,24 @@ def test_remove_stops_service_and_removes_unit(installed: Workload, systemctl: F
     assert installed.has_sqlite_state()
 
 
+def test_remove_deletes_every_credential_file_and_keeps_the_data(installed: Workload):
+    """Arrange: running on PostgreSQL with a CA and one provider; a SQLite file from before.
+
+    Act: remove. Assert: config.toml, the environment file, the CA and the provider files are
+    gone; GARM's data directory and database stay.
+    """
+    postgres = PostgresConfig("db", 5432, "u", "pg-pass", "garm", "verify-full", ca_cert="CA")
+    installed.apply(config(postgres=postgres))
+    installed.paths.sqlite_db.write_bytes(b"SQLite format 3")
+
+    installed.remove()
+
+    paths = installed.paths
+    for path in (paths.config, paths.environment, paths.postgresql_ca, paths.provider_dirs):
+        assert not path.exists(), path
+    assert paths.sqlite_db.read_bytes() == b"SQLite format 3"
+
+
 def test_remove_goes_on_when_systemd_refuses(installed: Workload, systemctl: FakeSystemctl):
     """Arrange: running; systemctl fails `disable`. Act: remove.
 
@@ -784,8 +961,25 @@ def test_stop_then_apply_starts_again(installed: Workload, systemctl: FakeSystem
     installed.apply(config())
 
     assert stopped
-    assert ["stop", "garm"] in systemctl.calls()
+    assert ["disable", "--now", "garm"] in systemctl.calls()
     assert systemctl.restarts() == 2
+    assert systemctl.calls()[-3:] == [["daemon-reload"], ["enable", "garm"], ["restart", "garm"]]
+
+
+def test_stop_disables_so_a_reboot_starts_no_second_garm(
+    installed: Workload, systemctl: FakeSystemctl
+):
+    """Arrange: running (enabled at boot). Act: stop, as a standby unit does.
+
+    Assert: systemctl stopped and disabled GARM in one call; GARM is not running.
+    """
+    installed.apply(config())
+    before = len(systemctl.calls())
+
+    installed.stop()
+
+    assert systemctl.calls()[before:] == [["disable", "--now", "garm"]]
+    assert not systemctl.active
 
 
 def test_stop_before_any_apply_leaves_systemd_alone(installed: Workload, systemctl: FakeSystemctl):
@@ -836,7 +1030,7 @@ def test_version_that_hangs_is_cut_short(tmp_path: Path, monkeypatch: pytest.Mon
 
     Assert: empty (unknown), returned at the deadline instead of hanging the hook.
     """
-    monkeypatch.setattr(workload, "VERSION_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(garm_version, "VERSION_TIMEOUT_SECONDS", 0.2)
     work = _installed_with_garm(tmp_path, b"#!/bin/sh\nexec sleep 30\n")
     started = time.monotonic()
 
@@ -859,12 +1053,14 @@ def test_version_of_a_binary_that_cannot_run_is_unknown(tmp_path: Path):
 def _installed_with_garm(tmp_path: Path, content: bytes) -> Workload:
     root = tmp_path / "root"
     root.mkdir()
-    Workload(root, runner=RecordingRunner(), fetcher=_no_network, arch="amd64").install(
+    Workload(
+        root, runner=RecordingRunner(), fetcher=_no_network, arch="amd64", ids=this_users_ids
+    ).install(
         tarball(tmp_path / "garm.tgz", "garm", content),
         tarball(tmp_path / "provider.tgz", "garm-provider-openstack"),
         ProxyConfig(),
     )
-    return Workload(root, fetcher=_no_network, arch="amd64")
+    return Workload(root, fetcher=_no_network, arch="amd64", ids=this_users_ids)
 
 
 def test_run_command_reports_a_timeout_as_a_failure():
@@ -928,13 +1124,12 @@ def test_garm_version_supports_postgresql(version: str, supported: bool | None):
 
 
 def test_proxy_from_juju_environment():
-    """Arrange: Juju's proxy variables. Act: read them. Assert: mapped, urllib mapping too."""
+    """Arrange: Juju's proxy variables. Act: read them. Assert: mapped."""
     proxy = ProxyConfig.from_environment(
         {"JUJU_CHARM_HTTPS_PROXY": "http://squid:3128", "JUJU_CHARM_NO_PROXY": "127.0.0.1"}
     )
 
     assert proxy == ProxyConfig("", "http://squid:3128", "127.0.0.1")
-    assert proxy.as_urllib_proxies() == {"https": "http://squid:3128", "no": "127.0.0.1"}
 
 
 def test_backend_marker_is_private_and_remembered(installed: Workload):

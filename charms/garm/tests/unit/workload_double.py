@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -112,3 +113,8 @@ class RecordingWorkload:
 def _settings(config: GarmConfig) -> GarmConfig:
     """Everything but the providers, which the double compares by their files."""
     return dataclasses.replace(config, providers=(), kept_providers=())
+
+
+def this_users_ids(name: str) -> tuple[int, int]:
+    """The test's own uid and gid for any user name: tests must not need a real `garm` user."""
+    return os.getuid(), os.getgid()

@@ -23,7 +23,13 @@ Readers of version 2 ignore `runner` fields they do not know: a later library ma
 runner fields without a new version, as long as ignoring them is safe (ADR 0007).
 
 The secrets' content keys are `password` (`OPENSTACK_PASSWORD_KEY`) and `private-key`
-(`GITHUB_APP_PRIVATE_KEY_KEY`).
+(`GITHUB_APP_PRIVATE_KEY_KEY`); each secret also holds `app` (`PUBLISHER_KEY`), the name of the
+application that publishes it.
+
+Trust: the requirer reads a secret only for the relation whose application it names. A secret
+the requirer owns itself (its own admin credentials, say) or whose `app` is not the publishing
+application is refused (`UntrustedSecretError`): a configurator cannot make the requirer hand
+out a secret that is not the configurator's own.
 
 Provider (garm-configurator, leader only):
 
@@ -34,11 +40,13 @@ Requirer (garm), one relation at a time; everything in the databag is untrusted 
 
     try:
         data = read_relation(relation)
-        secrets = fetch_secrets(self.model, data)
+        secrets = fetch_secrets(self.model, data, publisher=relation.app.name)
     except NotPublishedError:
         ...  # nothing published yet: keep what exists, never treat it as "delete everything"
     except InvalidDataError as error:  # includes UnsupportedVersionError
         ...  # report str(error); keep what exists
+    except UntrustedSecretError as error:
+        ...  # a secret that is not the configurator's own: report str(error); keep what exists
     except SecretUnavailableError as error:
         ...  # not granted yet or malformed content; retry on secret-changed/relation-changed
 
@@ -83,6 +91,8 @@ DATA_KEYS: Final = (VERSION_KEY, SCALESET_KEY, OPENSTACK_KEY, GITHUB_APP_KEY, RU
 
 OPENSTACK_PASSWORD_KEY: Final = "password"  # noqa: S105  (a content key, not a password)
 GITHUB_APP_PRIVATE_KEY_KEY: Final = "private-key"
+# Every published secret names the application that publishes it under this content key.
+PUBLISHER_KEY: Final = "app"
 
 # The garm charm appends "-" and 8 hex characters to a scale set's name; 40 keeps the result
 # under 50 characters, short enough for every limit seen in the field.
@@ -729,6 +739,10 @@ class SecretUnavailableError(ConfiguratorDataError):
     """A published secret cannot be read (not granted, gone) or its content is malformed."""
 
 
+class UntrustedSecretError(SecretUnavailableError):
+    """A published secret is not the publisher's own: the requirer's, or another application's."""
+
+
 class NotLeaderError(Exception):
     """Only the leader may publish the application databag."""
 
@@ -857,22 +871,29 @@ def describe_validation_error(prefix: str, error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def fetch_secrets(model: ops.Model, data: GarmConfiguratorData) -> ConfiguratorSecrets:
+def fetch_secrets(
+    model: ops.Model, data: GarmConfiguratorData, *, publisher: str
+) -> ConfiguratorSecrets:
     """Read the secret values a publication refers to, tracking their latest revisions.
 
     Args:
         model: the requirer charm's model.
         data: a publication from `read_relation`.
+        publisher: the name of the application that published `data` (`relation.app.name`).
 
     Returns:
         The OpenStack password and the GitHub App private key.
 
     Raises:
+        UntrustedSecretError: a secret is owned by the requirer itself, or its content does not
+            name `publisher`.
         SecretUnavailableError: a secret is not granted, is gone, or has malformed content.
     """
-    password = _read_secret(model, data.openstack.password_secret_id, OPENSTACK_PASSWORD_KEY)
+    password = _read_secret(
+        model, data.openstack.password_secret_id, OPENSTACK_PASSWORD_KEY, publisher
+    )
     private_key = _read_secret(
-        model, data.github_app.private_key_secret_id, GITHUB_APP_PRIVATE_KEY_KEY
+        model, data.github_app.private_key_secret_id, GITHUB_APP_PRIVATE_KEY_KEY, publisher
     )
     try:
         check_password(password)
@@ -882,14 +903,28 @@ def fetch_secrets(model: ops.Model, data: GarmConfiguratorData) -> ConfiguratorS
     return ConfiguratorSecrets(openstack_password=password, github_app_private_key=private_key)
 
 
-def _read_secret(model: ops.Model, secret_id: str, key: str) -> str:
+def _read_secret(model: ops.Model, secret_id: str, key: str, publisher: str) -> str:
     try:
-        content = model.get_secret(id=secret_id).get_content(refresh=True)
+        secret = model.get_secret(id=secret_id)
+        content = secret.get_content(refresh=True)
     except ops.SecretNotFoundError:
         raise SecretUnavailableError(f"secret {secret_id} does not exist (yet)") from None
     except ops.ModelError:
         raise SecretUnavailableError(f"secret {secret_id} is not granted to us (yet)") from None
+    if _owned_by_us(secret):
+        raise UntrustedSecretError(f"secret {secret_id} is owned by this application: refused")
+    if content.get(PUBLISHER_KEY) != publisher:
+        raise UntrustedSecretError(f"secret {secret_id} does not name {publisher}: refused")
     value = content.get(key)
     if value is None:
         raise SecretUnavailableError(f"secret {secret_id} has no key {key!r}")
     return value
+
+
+def _owned_by_us(secret: ops.Secret) -> bool:
+    """Whether this application or unit owns the secret: only an owner may read its info."""
+    try:
+        secret.get_info()
+    except (ops.SecretNotFoundError, ops.ModelError):
+        return False
+    return True

@@ -1,0 +1,145 @@
+"""Installing GARM on this machine: its system user, its directories and both binaries.
+
+Which tarball each installed binary came from is recorded (sha256, root only), so an unchanged
+tarball is never extracted again and the service fingerprint sees a binary change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from releases import (
+    GARM_RELEASE,
+    PROVIDER_RELEASE,
+    Fetcher,
+    Release,
+    extract_member,
+    tarball_bytes,
+)
+from workload_config import ProxyConfig
+from workload_host import (
+    SYSTEM_USER,
+    IdLookup,
+    Paths,
+    Runner,
+    check_command,
+    ensure_directory,
+    write_atomic,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class Installer:
+    """Puts GARM's user, directories and binaries on the machine."""
+
+    def __init__(
+        self, paths: Paths, *, run: Runner, fetch: Fetcher, arch: str, ids: IdLookup
+    ) -> None:
+        self._paths = paths
+        self._run = run
+        self._ids = ids
+        self._fetch = fetch
+        self._arch = arch
+
+    def install(
+        self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
+    ) -> None:
+        """Create the user and directories and install both binaries.
+
+        Raises:
+            ResourceError: a tarball is missing, unverifiable or lacks its binary.
+            CommandError: creating the user or setting ownership failed.
+        """
+        self._ensure_user()
+        self._ensure_directories()
+        self._install_binary(GARM_RELEASE, garm_tarball, self._paths.garm_binary, proxy)
+        self._install_binary(
+            PROVIDER_RELEASE, provider_tarball, self._paths.provider_binary, proxy
+        )
+
+    def is_installed(self) -> bool:
+        """Whether both binaries are in place."""
+        return self._paths.garm_binary.is_file() and self._paths.provider_binary.is_file()
+
+    def installed_digests(self) -> dict[str, str]:
+        """Resource name -> sha256 of the tarball its binary was installed from."""
+        try:
+            loaded: Any = json.loads(self._paths.installed.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(loaded, dict):
+            return {}
+        entries: dict[Any, Any] = loaded  # pyright: ignore[reportUnknownVariableType]
+        return {str(key): str(value) for key, value in entries.items()}
+
+    def garm_group(self) -> int:
+        """The gid of the garm group: what may read GARM's configuration."""
+        return self._ids(SYSTEM_USER)[1]
+
+    def _ensure_user(self) -> None:
+        if self._run(["id", "-u", SYSTEM_USER]).returncode == 0:
+            return
+        check_command(
+            self._run,
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                str(self._paths.data),
+                "--shell",
+                "/usr/sbin/nologin",
+                SYSTEM_USER,
+            ],
+        )
+
+    def _ensure_directories(self) -> None:
+        """GARM reads its configuration (root:garm 0750) and writes only its data (garm:garm)."""
+        paths = self._paths
+        uid, gid = self._ids(SYSTEM_USER)
+        ensure_directory(paths.etc, 0o750, gid=gid)
+        ensure_directory(paths.data, 0o750, uid=uid, gid=gid)
+        ensure_directory(paths.providers_dir, 0o755)
+        ensure_directory(paths.charm_state, 0o700)
+        # Shared system directories: create when absent (a test root), never change their mode.
+        ensure_directory(paths.garm_binary.parent, None)
+        ensure_directory(paths.unit_file.parent, None)
+
+    def _install_binary(
+        self, release: Release, tarball: Path | None, target: Path, proxy: ProxyConfig
+    ) -> None:
+        """Install from the attached tarball or the pinned download, only when it changed.
+
+        Without a resource, the binary installed from the pinned tarball is kept as it is: no
+        download at all, so a machine that lost its way out keeps reconciling.
+        """
+        installed = self.installed_digests()
+        attached = _attached(tarball)
+        pinned = release.sha256.get(self._arch, "")
+        unchanged = pinned and installed.get(release.resource) == pinned and target.is_file()
+        if attached is None and unchanged:
+            return
+        content = attached or tarball_bytes(
+            release, None, proxy, arch=self._arch, fetch=self._fetch
+        )
+        digest = hashlib.sha256(content).hexdigest()
+        if installed.get(release.resource) == digest and target.is_file():
+            return
+        binary = extract_member(release, content)
+        write_atomic(target, binary, 0o755)
+        installed[release.resource] = digest
+        write_atomic(self._paths.installed, json.dumps(installed).encode(), 0o600)
+        logger.info("installed %s from a tarball with sha256 %s", release.binary, digest)
+
+
+def _attached(tarball: Path | None) -> bytes | None:
+    """The attached resource's bytes; None when nothing (or an empty file) is attached."""
+    if tarball is None or not tarball.is_file() or tarball.stat().st_size == 0:
+        return None
+    return tarball.read_bytes()

@@ -1,0 +1,116 @@
+"""GARM's systemd service: restart only when what it runs with changed; stop, disable, remove.
+
+systemd is driven through charmlibs-systemd, which runs ``systemctl`` from PATH (tests put a
+fake one first).
+
+The service is restarted only when what it would run with differs from what it was last
+started with: a fingerprint of the rendered files, the installed binaries and the environment
+is written (0600) at each (re)start and compared on the next pass. Comparing with the files
+on disk would miss a restart that failed half-way, or a file someone edited by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from charmlibs import systemd
+
+from rendering import RenderedFile
+from workload_config import ProxyConfig
+from workload_host import SERVICE_NAME, CommandError, Paths, read_text, write_atomic
+
+logger = logging.getLogger(__name__)
+
+
+def restart_if_changed(
+    paths: Paths,
+    files: Mapping[Path, RenderedFile],
+    proxy: ProxyConfig,
+    installed: Mapping[str, str],
+) -> bool:
+    """(Re)start GARM when its files, binaries or environment differ from its last start.
+
+    Returns:
+        True when the service was started or restarted in this call.
+
+    Raises:
+        CommandError: systemd refused.
+    """
+    wanted = fingerprint(files, proxy, installed)
+    if read_text(paths.fingerprint) == wanted and is_running():
+        return False
+    _systemd("daemon-reload", systemd.daemon_reload)
+    _systemd("enable", systemd.service_enable, SERVICE_NAME)
+    _systemd("restart", systemd.service_restart, SERVICE_NAME)
+    write_atomic(paths.fingerprint, wanted.encode(), 0o600)
+    logger.info("GARM (re)started: its configuration or binaries changed")
+    return True
+
+
+def fingerprint(
+    files: Mapping[Path, RenderedFile], proxy: ProxyConfig, installed: Mapping[str, str]
+) -> str:
+    """What the service runs with, as one digest: files, binaries' tarballs, the proxy."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        content, mode, _ = files[path]
+        digest.update(f"{path}\0{mode:o}\0".encode())
+        digest.update(hashlib.sha256(content).digest())
+    digest.update(json.dumps(dict(installed), sort_keys=True).encode())
+    digest.update(json.dumps(dataclasses.asdict(proxy), sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+def is_running() -> bool:
+    """Whether systemd reports GARM active."""
+    try:
+        return systemd.service_running(SERVICE_NAME)
+    except OSError:  # no systemctl at all: nothing can be running
+        return False
+
+
+def stop(paths: Paths) -> None:
+    """Stop and disable GARM and forget how it was started; best effort, a failure is logged.
+
+    Disabled as well as stopped: a standby unit must not start a second GARM when its machine
+    reboots. The next `restart_if_changed` enables it again.
+    """
+    if paths.unit_file.exists():
+        _systemd_best_effort("disable", systemd.service_disable, "--now", SERVICE_NAME)
+    paths.fingerprint.unlink(missing_ok=True)
+
+
+def remove(paths: Paths) -> None:
+    """Stop and disable GARM and remove its unit file; best effort, a failure is logged."""
+    if paths.unit_file.exists():
+        _systemd_best_effort("disable", systemd.service_disable, "--now", SERVICE_NAME)
+        paths.unit_file.unlink()
+        _systemd_best_effort("daemon-reload", systemd.daemon_reload)
+    paths.fingerprint.unlink(missing_ok=True)
+
+
+def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
+    """Run one charmlibs-systemd call; its failure becomes a short CommandError.
+
+    SystemdError carries systemctl's whole stdout and stderr: too long for a status and not
+    ours to vouch for, so only the command is named; the journal has the details.
+    """
+    try:
+        action(*args)
+    except (systemd.SystemdError, OSError):
+        command = " ".join((verb, *args))
+        raise CommandError(
+            f"systemctl {command} failed (see journalctl -u {SERVICE_NAME})"
+        ) from None
+
+
+def _systemd_best_effort(verb: str, action: Callable[..., bool], *args: str) -> None:
+    try:
+        _systemd(verb, action, *args)
+    except CommandError as error:
+        logger.warning("%s", error)
