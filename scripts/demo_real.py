@@ -181,8 +181,9 @@ class RealDemo:
         (runner,) = [i.name for i in api.list_scaleset_instances(scaleset.id)]
         self.github.start_job(scaleset.github_scale_set_id, runner)
         self.settle(
-            lambda: (
-                [i.runner_status for i in api.list_scaleset_instances(scaleset.id)] == ["active"]
+            lambda: any(
+                (i.name, i.runner_status) == (runner, "active")
+                for i in api.list_scaleset_instances(scaleset.id)
             ),
             "GARM sees the job",
         )
@@ -195,7 +196,11 @@ class RealDemo:
             testing.Relation("garm-configurator", remote_app_name="small"),
         )
         password, key = (
-            next(s for s in self.state.secrets if field in s.tracked_content)
+            next(
+                s
+                for s in self.state.secrets
+                if field in s.tracked_content and s.tracked_content.get("app") == "small"
+            )
             for field in ("password", "private-key")
         )
         data = published_databag(
@@ -248,8 +253,11 @@ def real_machine(
         "JUJU_CHARM_HTTP_PROXY": github.url,
         "JUJU_CHARM_HTTPS_PROXY": github.url,
     }
-    password = testing.Secret(tracked_content={"password": "demo-openstack-password"})
-    key = testing.Secret(tracked_content={"private-key": pkcs1_app_key()})
+    # The configurator's secrets name it as their publisher; garm refuses any other.
+    password = testing.Secret(
+        tracked_content={"password": "demo-openstack-password", "app": "small"}
+    )
+    key = testing.Secret(tracked_content={"private-key": pkcs1_app_key(), "app": "small"})
     state = testing.State(
         leader=True,
         config={
