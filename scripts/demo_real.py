@@ -194,8 +194,13 @@ class RealDemo:
             iter(self.state.relations),
             testing.Relation("garm-configurator", remote_app_name="small"),
         )
+        # Only `small`'s own secrets: garm's admin secret also has a `password` key.
         password, key = (
-            next(s for s in self.state.secrets if field in s.tracked_content)
+            next(
+                s
+                for s in self.state.secrets
+                if field in s.tracked_content and s.tracked_content.get("app") == "small"
+            )
             for field in ("password", "private-key")
         )
         data = published_databag(
@@ -248,8 +253,11 @@ def real_machine(
         "JUJU_CHARM_HTTP_PROXY": github.url,
         "JUJU_CHARM_HTTPS_PROXY": github.url,
     }
-    password = testing.Secret(tracked_content={"password": "demo-openstack-password"})
-    key = testing.Secret(tracked_content={"private-key": pkcs1_app_key()})
+    # Each names its publisher, or garm refuses it (ADR 0013).
+    password = testing.Secret(
+        tracked_content={"password": "demo-openstack-password", "app": "small"}
+    )
+    key = testing.Secret(tracked_content={"private-key": pkcs1_app_key(), "app": "small"})
     state = testing.State(
         leader=True,
         config={
