@@ -47,9 +47,7 @@ NAME = template_name("small")
 
 @pytest.fixture
 def client(garm: Garm) -> GarmClient:
-    """A client of a simulator whose `github_linux` has GARM v0.2.1's text."""
-    system = next(t for t in garm.sim.state.templates.values() if t.name == "github_linux")
-    system.data = BASE
+    """A client of the simulator, which seeds `github_linux` with GARM v0.2.1's text (BASE)."""
     return GarmClient(garm.url, garm.token, connect_timeout=2, read_timeout=5)
 
 

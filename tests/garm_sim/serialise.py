@@ -125,14 +125,14 @@ _ZERO_CREDENTIALS: Json = {"endpoint": _ZERO_ENDPOINT} | _ZERO_ENDPOINT
 
 
 def template_json(template: Template, *, with_data: bool) -> Json:
-    """Return a `Template`; list responses carry `data: null`."""
+    """Return a `Template`; list responses carry `data: null`; `description` even when empty."""
     out: Json = {
         "id": template.id,
         "created_at": template.created_at,
         "updated_at": template.updated_at,
         "name": template.name,
+        "description": template.description,
     }
-    _put(out, "description", template.description)
     out |= {
         "os_type": template.os_type,
         "forge_type": template.forge_type,
@@ -193,7 +193,7 @@ def scaleset_json(state: SimState, scaleset: ScaleSet, view: ScaleSetView) -> Js
     Args:
         state: the database.
         scaleset: the record.
-        view: `detail` (GET by id, create, update), `all` (GET /scalesets: no `extra_specs`,
+        view: `detail` (GET by id, create, update), `all` (GET /scalesets: no
             `template_name`, `instances`) or `entity` (per-entity lists: the same omissions
             and an empty endpoint).
     """
@@ -219,7 +219,8 @@ def scaleset_json(state: SimState, scaleset: ScaleSet, view: ScaleSetView) -> Js
     out |= {"enable_shell": scaleset.enable_shell, "generation": scaleset.generation}
     out["endpoint"] = _scaleset_endpoint(state, scaleset, view)
     out["runner_bootstrap_timeout"] = scaleset.runner_bootstrap_timeout
-    if view == "detail" and scaleset.extra_specs:
+    if scaleset.extra_specs:
+        # Every read path carries them (observed on both binaries), lists included.
         out["extra_specs"] = json.loads(scaleset.extra_specs)
     out["github-runner-group"] = scaleset.runner_group
     tags = sorted((state.tags[tag_id] for tag_id in scaleset.tag_ids), key=lambda tag: tag.id)

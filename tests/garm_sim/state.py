@@ -6,6 +6,7 @@ import base64
 import threading
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from garm_sim.clock import SimClock
 from garm_sim.errors import invalid_request, not_found
@@ -22,17 +23,37 @@ from garm_sim.model import (
     Template,
     User,
 )
-from garm_sim.versions import V021, GarmVersion
+from garm_sim.versions import NEWER, V021, GarmVersion
 
 DEFAULT_PROVIDERS = ({"name": "openstack", "type": "external", "description": "simulated"},)
 
 # Seeding order fixes the ids: GARM's recordings show `github_linux` as template 2.
-_SYSTEM_TEMPLATES = (
+SYSTEM_TEMPLATES = (
     ("github_windows", "windows", "github"),
     ("github_linux", "linux", "github"),
     ("gitea_linux", "linux", "gitea"),
     ("gitea_windows", "windows", "gitea"),
 )
+# `github_linux` as each version seeds it (the charm's golden files; the newer build is
+# afda4e76). The other system templates keep a placeholder body: nothing here reads them.
+_GOLDEN = Path(__file__).resolve().parents[2] / "charms/garm/tests/unit/runner_templates"
+_GITHUB_LINUX_FILES: dict[GarmVersion, str] = {
+    V021: "github_linux-v0.2.1.tmpl",
+    NEWER: "github_linux-afda4e76.tmpl",
+}
+
+
+def system_template_description(forge: str, os_type: str) -> str:
+    """Return the description GARM gives a system template (`Default Linux ... for GitHub`)."""
+    forge_name = {"github": "GitHub", "gitea": "Gitea"}[forge]
+    return f"Default {os_type.capitalize()} runner install template for {forge_name}"
+
+
+def system_template_body(name: str, version: GarmVersion) -> bytes:
+    """Return a system template's body: `github_linux` is the version's real text."""
+    if name == "github_linux":
+        return (_GOLDEN / _GITHUB_LINUX_FILES[version]).read_bytes()
+    return b""
 
 
 @dataclass
@@ -79,8 +100,16 @@ class SimState:
             created_at=now,
             updated_at=now,
         )
-        for name, os_type, forge in _SYSTEM_TEMPLATES:
-            self.add_template(name, f"{forge} {os_type} runner install", os_type, forge, "system")
+        self.seed_system_templates()
+
+    def seed_system_templates(self) -> None:
+        """Add the system templates that are missing (at start, and `template restore`)."""
+        present = {t.name for t in self.templates.values() if t.owner_id == "system"}
+        for name, os_type, forge in SYSTEM_TEMPLATES:
+            if name not in present:
+                description = system_template_description(forge, os_type)
+                body = system_template_body(name, self.garm_version)
+                self.add_template(name, description, os_type, forge, "system", body)
 
     def add_template(
         self, name: str, description: str, os_type: str, forge: str, owner: str, data: bytes = b""

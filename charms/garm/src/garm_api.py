@@ -461,7 +461,7 @@ class GarmClient:
     # Scale sets -----------------------------------------------------------------------------
 
     def list_scalesets(self) -> list[ScaleSet]:
-        """Return every scale set (without `extra_specs`, `template_name` or instances)."""
+        """Return every scale set (without `template_name` or instances)."""
         return parse_list(
             self._call("list scale sets", self._apis().list_scalesets), ScaleSet.from_wire
         )

@@ -65,8 +65,8 @@ def normalise_labels(labels: Iterable[str]) -> frozenset[str]:
 class ScaleSet:
     """A scale set as GARM reports it.
 
-    `extra_specs` and `template_name` are None when GARM did not send them: list responses never
-    carry them (garm-behaviour B1), only `GET /scalesets/{id}` does.
+    `extra_specs` and `template_name` are None when GARM did not send them: it omits empty
+    `extra_specs` everywhere, and `template_name` from lists (garm-behaviour B1).
     """
 
     id: int

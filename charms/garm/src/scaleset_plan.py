@@ -566,8 +566,8 @@ def _create_prerequisites(spec: ScalesetSpec, observed: Observed) -> tuple[Entit
 def live_update(spec: ScalesetSpec, live: Member, now: datetime.datetime) -> UpdateAction | None:
     """Return the one update that makes the live scale set match `spec`, or None if it does.
 
-    Visible fields are compared with what GARM lists; `extra_specs` and the template, which
-    lists omit, through the marker's config hash. A retired or disabled live scale set (a
+    Visible fields are compared with what GARM lists; `extra_specs` and the template (lists
+    name it only by id) through the marker's config hash. A retired or disabled live scale set (a
     label change back to an earlier set) is re-enabled with its counts restored.
     """
     scaleset, marker = live.scaleset, live.marker

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from functools import partial
 
-from garm_sim.errors import ApiError, bad_request, server_error
+from garm_sim.errors import ApiError, bad_request, not_found, server_error
 from garm_sim.handlers.entities import COLLECTIONS, find_entity
 from garm_sim.jsonbody import Body
 from garm_sim.model import Entity, EntityKind, ScaleSet, Template
@@ -20,6 +20,10 @@ _V021_IGNORED_ON_UPDATE = ("disable_update", "proxy_id")
 _NO_TEMPLATE = (
     "failed to find suitable template: "
     "no template ID supplied and no default template can be found"
+)
+# Both binaries' answer to an unknown `template_id` on create and on update (contract suite).
+_UNKNOWN_TEMPLATE = (
+    "failed to find suitable template: failed to get template: failed to get template: not found"
 )
 
 
@@ -63,7 +67,7 @@ def create_scaleset(kind: EntityKind, request: Request) -> Response:
 
 
 def list_entity_scalesets(kind: EntityKind, request: Request) -> Response:
-    """List one entity's scale sets (empty endpoint; no extra specs, template name, instances)."""
+    """List one entity's scale sets (empty endpoint; no template name, no instances)."""
     state = request.state
     entity = find_entity(request, kind)
     found = [s for s in state.scalesets.values() if s.entity_id == entity.id]
@@ -71,7 +75,7 @@ def list_entity_scalesets(kind: EntityKind, request: Request) -> Response:
 
 
 def list_scalesets(request: Request) -> Response:
-    """List every scale set (populated endpoint and template name; no extra specs, instances)."""
+    """List every scale set (populated endpoint; no template name, no instances)."""
     state = request.state
     return Response(200, [scaleset_json(state, s, "all") for s in state.scalesets.values()])
 
@@ -92,7 +96,9 @@ def update_scaleset(request: Request) -> Response:
     if template_id and template_id != scaleset.template_id:
         # GARM applies a new template id after checking it fits the scale set's OS and forge.
         template = state.templates.get(template_id)
-        if template is None or (template.os_type, template.forge_type) != (
+        if template is None:
+            raise not_found(_UNKNOWN_TEMPLATE)
+        if (template.os_type, template.forge_type) != (
             scaleset.os_type,
             "github",
         ):
@@ -145,7 +151,9 @@ def _pick_template(state: SimState, body: Body) -> Template:
     template_id = body.uint("template_id")
     if template_id:
         template = state.templates.get(template_id)
-        if template is None or template.os_type != os_type or template.forge_type != "github":
+        if template is None:
+            raise not_found(_UNKNOWN_TEMPLATE)
+        if template.os_type != os_type or template.forge_type != "github":
             raise bad_request("template not found or does not match os type and forge")
         return template
     for template in state.templates.values():

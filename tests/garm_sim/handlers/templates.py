@@ -13,6 +13,11 @@ from garm_sim.state import parse_numeric_id
 
 _OS_TYPES = ("linux", "windows")
 _FORGES = ("github", "gitea")
+# Both binaries' answer to deleting a template a scale set refers to (contract suite).
+_IN_USE = (
+    "failed to delete template: failed to delete template: "
+    "cannot delete template while in use by pools or scale sets"
+)
 
 
 def routes() -> list[Route]:
@@ -48,10 +53,12 @@ def create_template(request: Request) -> Response:
     name, os_type, forge = body.text("name"), body.text("os_type"), body.text("forge_type")
     if not name or os_type not in _OS_TYPES or forge not in _FORGES:
         raise bad_request("invalid template parameters")
-    data = _decode(body.text("data"))
+    data = _decode(body.text("data"), empty='invalid create params "template data is empty"')
     owner = request.username
     if any(t.name == name and t.owner_id == owner for t in state.templates.values()):
-        raise conflict(f"template {name} already exists")
+        raise conflict(
+            "failed to create template: a template name already exists with the specified name"
+        )
     template = state.add_template(name, body.text("description"), os_type, forge, owner, data)
     return Response(200, template_json(template, with_data=True))
 
@@ -78,22 +85,14 @@ def delete_template(request: Request) -> Response:
     state = request.state
     template_id = parse_numeric_id(request.params["id"])
     if any(s.template_id == template_id for s in state.scalesets.values()):
-        raise bad_request("template is in use")
+        raise bad_request(_IN_USE)
     state.templates.pop(template_id, None)
     return Response(200, EMPTY)
 
 
 def restore_templates(request: Request) -> Response:
     """Recreate missing system templates."""
-    state = request.state
-    present = {t.name for t in state.templates.values() if t.owner_id == "system"}
-    for forge in _FORGES:
-        for os_type in _OS_TYPES:
-            name = f"{forge}_{os_type}"
-            if name not in present:
-                state.add_template(
-                    name, f"{forge} {os_type} runner install", os_type, forge, "system"
-                )
+    request.state.seed_system_templates()
     return Response(200, EMPTY)
 
 
@@ -104,11 +103,11 @@ def _template(request: Request) -> Template:
     return template
 
 
-def _decode(data: str) -> bytes:
+def _decode(data: str, empty: str = "missing template data") -> bytes:
     try:
         decoded = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as exc:
         raise bad_request("invalid request") from exc
     if not decoded:
-        raise bad_request("missing template data")
+        raise bad_request(empty)
     return decoded

@@ -550,10 +550,12 @@ def test_runner_options_become_a_template_and_extra_specs(
 def test_a_system_template_without_the_install_step_blocks(
     sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
 ):
-    """Arrange: the simulator's github_linux lacks GARM's install step; a pre-job script is set.
+    """Arrange: an admin edited github_linux, which lost GARM's install step; a pre-job script.
 
     Act: config-changed. Assert: Blocked naming the template and how to restore GARM's.
     """
+    system = next(t for t in sim.state.templates.values() if t.name == "github_linux")
+    system.data = b"#!/bin/bash\necho edited by hand\n"  # GARM lets an admin edit it
     related = _with_runner_options(configurator(app_key), {"pre_job_script": "echo ready"})
     ctx = testing.Context(charm.GarmCharm)
 
