@@ -6,8 +6,9 @@ once and sets a status. This script runs that process against the GARM simulator
 converged scale sets, several times, and prints its wall time beside a bare `python -c pass`
 of the same run: the machine's speed varies, the ratio much less. Goal: at most 0.3 s.
 
-It also shows which generated API modules the tick loaded (only the ones it calls). No budget
-is enforced here: speed goals are read, not asserted.
+It also shows which generated API modules and how many generated models the tick loaded (none:
+login and the list go through `ApiClient` alone, ADR 0001 amendment). No budget is enforced
+here: speed goals are read, not asserted.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ specs = [
 report = reconcile(client, specs, now=datetime.datetime.now(datetime.UTC), sweep_orphans=True)
 status_message(report)
 apis = sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("garm_client.api."))
-print(report.requests, report.writes, time.perf_counter() - start, ",".join(apis))
+models = sum(m.startswith("garm_client.models.") for m in sys.modules)
+print(report.requests, report.writes, time.perf_counter() - start, ",".join(apis) or "none",
+      models)
 """
 
 
@@ -67,14 +70,17 @@ def main() -> int:
         _run([*_tick(), *args])  # warm-up: bytecode caches, as a deployed charm has them
         bare = [_wall([sys.executable, "-c", "pass"]) for _ in range(RUNS)]
         ticks = [_wall([*_tick(), *args]) for _ in range(RUNS)]
-        requests, writes, _, apis = _run([*_tick(), *args]).split()
+        requests, writes, _, apis, models = _run([*_tick(), *args]).split()
     tick, python = statistics.median(ticks), statistics.median(bare)
     print(
         f"converged tick over {SCALESETS} scale sets, fresh process: median {tick:.3f} s "
         f"(best {min(ticks):.3f} s; goal <= {GOAL_S} s); bare python: median {python:.3f} s; "
         f"ratio {tick / python:.1f}x"
     )
-    print(f"  the tick made {requests} requests, {writes} writes; generated APIs loaded: {apis}")
+    print(
+        f"  the tick made {requests} requests, {writes} writes; generated APIs loaded: {apis}; "
+        f"generated models loaded: {models}"
+    )
     return 0
 
 

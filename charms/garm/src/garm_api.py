@@ -201,8 +201,8 @@ class GarmClient:
 
     def login(self, username: str, password: str) -> str:
         """Log in, keep the token for later calls and return it."""
-        body = self._models().PasswordLoginParams(username=username, password=password)
-        answer = self._object("login", self._apis().login, body=body)
+        body = {"username": username, "password": password}
+        answer = self._object("login", self._direct("POST", "/auth/login"), body=body)
         token = answer.get("token")
         if not isinstance(token, str) or not token:
             raise WireFormatError("answered without a token", operation="login")
@@ -463,7 +463,7 @@ class GarmClient:
     def list_scalesets(self) -> list[ScaleSet]:
         """Return every scale set (without `extra_specs`, `template_name` or instances)."""
         return parse_list(
-            self._call("list scale sets", self._apis().list_scalesets), ScaleSet.from_wire
+            self._call("list scale sets", self._direct("GET", "/scalesets")), ScaleSet.from_wire
         )
 
     def get_scaleset(self, scaleset_id: int) -> ScaleSet:
@@ -612,9 +612,37 @@ class GarmClient:
             raise WireFormatError("answer is not JSON", operation=operation) from None
 
     def _apis(self) -> Any:
+        return _ApiFacade(self._generated_client())
+
+    def _direct(self, http_method: str, path: str) -> Callable[..., Any]:
+        """Send a request through the generated `ApiClient` alone, without its API class.
+
+        For the calls of every converged tick (login, list scale sets): their generated classes
+        and the pydantic models those import cost a fresh process more than the request does
+        (ADR 0001, amendment). The request is the one the generated operation builds: same
+        path, JSON headers, bearer auth; a body is a plain JSON object.
+        """
+        api_client = self._generated_client()
+
+        def send(*, body: JsonObject | None = None, _request_timeout: Any = None) -> Any:
+            headers = {"Accept": "application/json"}
+            if body is not None:
+                headers["Content-Type"] = "application/json"
+            request = api_client.param_serialize(
+                method=http_method,
+                resource_path=path,
+                header_params=headers,
+                body=body,
+                auth_settings=["Bearer"],
+            )
+            return api_client.call_api(*request, _request_timeout=_request_timeout).response
+
+        return send
+
+    def _generated_client(self) -> Any:
         if self._api_client is None:
             self._api_client = self._new_api_client()
-        return _ApiFacade(self._api_client)
+        return self._api_client
 
     def _new_api_client(self) -> Any:
         import urllib3  # noqa: PLC0415
@@ -640,12 +668,12 @@ class _ApiFacade:
     """Loads only the generated API class that defines the operation asked for.
 
     Each generated class is a module full of pydantic-validated methods, so trying them in turn
-    loaded most of the client on every call; a hook that logs in and lists scale sets now loads
-    `LoginApi` and `ScalesetsApi` and nothing else of the client's APIs.
+    loaded most of the client on every call; a call now loads its own class and no other. A
+    converged tick (login, list scale sets) loads none of them (`GarmClient._direct`).
     """
 
     # operation -> the generated API module that defines `<operation>_without_preload_content`.
-    # Creates of scale sets come from `scalesets_api`, which every pass loads anyway to list.
+    # Login and the scale-set list are not here: they skip the generated classes (`_direct`).
     _MODULES: Mapping[str, str] = {
         "controller_info": "controller_info_api",
         "update_controller": "controller_api",
@@ -662,7 +690,6 @@ class _ApiFacade:
         "delete_instance": "instances_api",
         "list_instances": "instances_api",
         "list_scale_set_instances": "instances_api",
-        "login": "login_api",
         "get_metrics_token": "metrics_token_api",
         "create_org": "organizations_api",
         "delete_org": "organizations_api",
@@ -678,7 +705,6 @@ class _ApiFacade:
         "create_repo_scale_set": "scalesets_api",
         "delete_scale_set": "scalesets_api",
         "get_scale_set": "scalesets_api",
-        "list_scalesets": "scalesets_api",
         "update_scale_set": "scalesets_api",
         "create_template": "templates_api",
         "delete_template": "templates_api",
