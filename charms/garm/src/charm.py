@@ -129,8 +129,6 @@ class GarmCharm(ops.CharmBase):
             self.on.secret_changed,
             self.on[self._database_relation].relation_changed,
             self.on[self._database_relation].relation_broken,
-            self._database.requirer.on.resource_created,
-            self._database.requirer.on.endpoints_changed,
             self.on[CONFIGURATOR_RELATION].relation_changed,
             self.on[CONFIGURATOR_RELATION].relation_broken,
             self.on[debug_ssh.RELATION].relation_changed,
@@ -142,6 +140,7 @@ class GarmCharm(ops.CharmBase):
             self.on.reconcile_tick,
         ):
             framework.observe(event, self._reconcile)
+        self._database.observe(self._reconcile)
         framework.observe(self.on.remove, self._on_remove)
         framework.observe(self.on.get_credentials_action, self._on_get_credentials)
         framework.observe(self.on.list_scalesets_action, self._on_list_scalesets)

@@ -4,6 +4,10 @@ The library writes the request and resolves the credentials from the provider's 
 this module only turns its answer into a `workload.PostgresConfig`: the endpoint validated
 (host name, IPv4, or IPv6 in brackets; port 1-65535) and `sslmode` from the provider's `tls` and
 `tls-ca` (`verify-full` with the CA, `require` with TLS alone, `prefer` without).
+
+The library (pydantic models) is imported only when a `database` relation exists: every hook of
+a charm on SQLite would pay tens of milliseconds for it, and all its handlers (relation-created
+and -changed, secret-changed and -remove) act only on a relation of this endpoint.
 """
 
 from __future__ import annotations
@@ -13,16 +17,15 @@ import enum
 import ipaddress
 import logging
 import re
-from typing import Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
 
 import ops
-from dpcharmlibs.interfaces import (
-    RequirerCommonModel,
-    ResourceProviderModel,
-    ResourceRequirerEventHandler,
-)
 
 from workload import PostgresConfig
+
+if TYPE_CHECKING:
+    from dpcharmlibs.interfaces import ResourceProviderModel, ResourceRequirerEventHandler
 
 logger = logging.getLogger(__name__)
 
@@ -65,17 +68,26 @@ class Database(ops.Object):
     def __init__(self, charm: ops.CharmBase, relation_name: str = RELATION_NAME) -> None:
         super().__init__(charm, relation_name)
         self._relation_name = relation_name
-        self.requirer = ResourceRequirerEventHandler(
-            charm,
-            relation_name,
-            [RequirerCommonModel(resource=DATABASE_NAME)],
-            response_model=ResourceProviderModel,
+        # Without a relation the library's handlers have nothing to act on; with one, they are
+        # registered here, at charm init, as ops needs for every event they observe.
+        self.requirer: ResourceRequirerEventHandler[ResourceProviderModel] | None = (
+            _requirer(charm, relation_name) if self.model.relations[relation_name] else None
         )
+
+    def observe(self, handler: Callable[[Any], None]) -> None:
+        """Send the library's `resource_created` and `endpoints_changed` events to `handler`.
+
+        Those events come from the library's relation-changed handler, so they only exist while
+        the relation does; without it there is nothing to observe.
+        """
+        if self.requirer is not None:
+            self.framework.observe(self.requirer.on.resource_created, handler)
+            self.framework.observe(self.requirer.on.endpoints_changed, handler)
 
     def state(self) -> DatabaseState:
         """What the relation provides now."""
         relation = self.model.get_relation(self._relation_name)
-        if relation is None:
+        if relation is None or self.requirer is None:
             return DatabaseState(DatabaseStatus.ABSENT)
         try:
             contract = self.requirer.interface.build_model(relation.id, component=relation.app)
@@ -90,6 +102,23 @@ class Database(ops.Object):
             if postgres is not None:
                 return DatabaseState(DatabaseStatus.READY, postgres)
         return DatabaseState(DatabaseStatus.PENDING)
+
+
+def _requirer(
+    charm: ops.CharmBase, relation_name: str
+) -> ResourceRequirerEventHandler[ResourceProviderModel]:
+    from dpcharmlibs.interfaces import (  # noqa: PLC0415 - only hooks with the relation pay
+        RequirerCommonModel,
+        ResourceProviderModel,
+        ResourceRequirerEventHandler,
+    )
+
+    return ResourceRequirerEventHandler(
+        charm,
+        relation_name,
+        [RequirerCommonModel(resource=DATABASE_NAME)],
+        response_model=ResourceProviderModel,
+    )
 
 
 def _postgres_config(response: ResourceProviderModel) -> PostgresConfig | None:

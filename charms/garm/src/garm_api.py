@@ -201,8 +201,8 @@ class GarmClient:
 
     def login(self, username: str, password: str) -> str:
         """Log in, keep the token for later calls and return it."""
-        body = self._models().PasswordLoginParams(username=username, password=password)
-        answer = self._object("login", self._apis().login, body=body)
+        body = {"username": username, "password": password}
+        answer = self._object("login", self._direct("POST", "/auth/login"), body=body)
         token = answer.get("token")
         if not isinstance(token, str) or not token:
             raise WireFormatError("answered without a token", operation="login")
@@ -214,7 +214,7 @@ class GarmClient:
     def controller_info(self) -> ControllerInfo:
         """Return the controller settings (409 gates until first-run and URLs are done)."""
         return ControllerInfo.from_wire(
-            self._object("controller-info", self._apis().controller_info)
+            self._object("controller-info", self._direct("GET", "/controller-info"))
         )
 
     def update_controller(
@@ -247,14 +247,14 @@ class GarmClient:
     def list_providers(self) -> list[Provider]:
         """Return the providers GARM was started with."""
         return parse_list(
-            self._call("list providers", self._apis().list_providers), Provider.from_wire
+            self._call("list providers", self._direct("GET", "/providers")), Provider.from_wire
         )
 
     # GitHub endpoints and credentials -------------------------------------------------------
 
     def list_github_endpoints(self) -> list[GithubEndpoint]:
         """Return the GitHub endpoints."""
-        answer = self._call("list github endpoints", self._apis().list_github_endpoints)
+        answer = self._call("list github endpoints", self._direct("GET", "/github/endpoints"))
         return parse_list(answer, GithubEndpoint.from_wire)
 
     def create_github_endpoint(
@@ -283,7 +283,7 @@ class GarmClient:
 
     def list_github_credentials(self) -> list[GithubCredentials]:
         """Return all GitHub credentials (GARM answers `null` when there are none)."""
-        answer = self._call("list github credentials", self._apis().list_credentials)
+        answer = self._call("list github credentials", self._direct("GET", "/github/credentials"))
         return parse_list(answer, GithubCredentials.from_wire)
 
     def create_github_app_credentials(
@@ -351,13 +351,12 @@ class GarmClient:
 
     def list_entities(self, kind: EntityKind) -> list[Entity]:
         """Return every repository or every organization."""
-        apis = self._apis()
-        operation = {
-            EntityKind.REPOSITORY: apis.list_repos,
-            EntityKind.ORGANIZATION: apis.list_orgs,
-            EntityKind.ENTERPRISE: apis.list_enterprises,
+        path = {
+            EntityKind.REPOSITORY: "/repositories",
+            EntityKind.ORGANIZATION: "/organizations",
+            EntityKind.ENTERPRISE: "/enterprises",
         }[kind]
-        answer = self._call(f"list {kind}", operation)
+        answer = self._call(f"list {kind}", self._direct("GET", path))
         return parse_list(answer, lambda data: Entity.from_wire(kind, data))
 
     def create_repository(
@@ -421,12 +420,14 @@ class GarmClient:
 
     def list_templates(self, os_type: str | None = None) -> list[Template]:
         """Return templates without their bodies (`data` is None in lists)."""
-        answer = self._call("list templates", self._apis().list_templates, os_type=os_type)
+        query = {"osType": os_type} if os_type is not None else {}
+        answer = self._call("list templates", self._direct("GET", "/templates", query))
         return parse_list(answer, Template.from_wire)
 
     def get_template(self, template_id: int) -> Template:
         """Return one template with its body."""
-        answer = self._object("get template", self._apis().get_template, template_id=template_id)
+        path = f"/templates/{template_id}"
+        answer = self._object("get template", self._direct("GET", path))
         return Template.from_wire(answer)
 
     def create_template(
@@ -463,7 +464,7 @@ class GarmClient:
     def list_scalesets(self) -> list[ScaleSet]:
         """Return every scale set (without `template_name` or instances)."""
         return parse_list(
-            self._call("list scale sets", self._apis().list_scalesets), ScaleSet.from_wire
+            self._call("list scale sets", self._direct("GET", "/scalesets")), ScaleSet.from_wire
         )
 
     def get_scaleset(self, scaleset_id: int) -> ScaleSet:
@@ -560,7 +561,7 @@ class GarmClient:
     def list_instances(self) -> list[Instance]:
         """Return every instance GARM knows, pools and scale sets alike."""
         return parse_list(
-            self._call("list instances", self._apis().list_instances), Instance.from_wire
+            self._call("list instances", self._direct("GET", "/instances")), Instance.from_wire
         )
 
     def delete_instance(self, name: str, *, force: bool = True) -> None:
@@ -612,9 +613,40 @@ class GarmClient:
             raise WireFormatError("answer is not JSON", operation=operation) from None
 
     def _apis(self) -> Any:
+        return _ApiFacade(self._generated_client())
+
+    def _direct(
+        self, http_method: str, path: str, query: Mapping[str, str] | None = None
+    ) -> Callable[..., Any]:
+        """Send a request through the generated `ApiClient` alone, without its API class.
+
+        For the calls of every converged hook (login and the reads): their generated classes
+        and the pydantic models those import cost a fresh process more than the requests do
+        (ADR 0001, amendment). The request is the one the generated operation builds: same
+        method, path and query names, JSON headers, bearer auth; a body is a plain JSON object.
+        """
+        api_client = self._generated_client()
+
+        def send(*, body: JsonObject | None = None, _request_timeout: Any = None) -> Any:
+            headers = {"Accept": "application/json"}
+            if body is not None:
+                headers["Content-Type"] = "application/json"
+            request = api_client.param_serialize(
+                method=http_method,
+                resource_path=path,
+                query_params=list((query or {}).items()),
+                header_params=headers,
+                body=body,
+                auth_settings=["Bearer"],
+            )
+            return api_client.call_api(*request, _request_timeout=_request_timeout).response
+
+        return send
+
+    def _generated_client(self) -> Any:
         if self._api_client is None:
             self._api_client = self._new_api_client()
-        return _ApiFacade(self._api_client)
+        return self._api_client
 
     def _new_api_client(self) -> Any:
         import urllib3  # noqa: PLC0415
@@ -640,50 +672,39 @@ class _ApiFacade:
     """Loads only the generated API class that defines the operation asked for.
 
     Each generated class is a module full of pydantic-validated methods, so trying them in turn
-    loaded most of the client on every call; a hook that logs in and lists scale sets now loads
-    `LoginApi` and `ScalesetsApi` and nothing else of the client's APIs.
+    loaded most of the client on every call; a call now loads its own class and no other. A
+    converged hook (login and reads) loads none of them (`GarmClient._direct`).
     """
 
     # operation -> the generated API module that defines `<operation>_without_preload_content`.
-    # Creates of scale sets come from `scalesets_api`, which every pass loads anyway to list.
+    # Writes, and reads no converged hook makes. Login and the reads of every hook are not
+    # here: they skip the generated classes (`GarmClient._direct`).
     _MODULES: Mapping[str, str] = {
-        "controller_info": "controller_info_api",
         "update_controller": "controller_api",
         "create_credentials": "credentials_api",
         "delete_credentials": "credentials_api",
-        "list_credentials": "credentials_api",
         "update_credentials": "credentials_api",
         "create_github_endpoint": "endpoints_api",
-        "list_github_endpoints": "endpoints_api",
         "delete_enterprise": "enterprises_api",
-        "list_enterprises": "enterprises_api",
         "update_enterprise": "enterprises_api",
         "first_run": "first_run_api",
         "delete_instance": "instances_api",
-        "list_instances": "instances_api",
         "list_scale_set_instances": "instances_api",
-        "login": "login_api",
         "get_metrics_token": "metrics_token_api",
         "create_org": "organizations_api",
         "delete_org": "organizations_api",
-        "list_orgs": "organizations_api",
         "update_org": "organizations_api",
-        "list_providers": "providers_api",
         "create_repo": "repositories_api",
         "delete_repo": "repositories_api",
-        "list_repos": "repositories_api",
         "update_repo": "repositories_api",
         "create_enterprise_scale_set": "scalesets_api",
         "create_org_scale_set": "scalesets_api",
         "create_repo_scale_set": "scalesets_api",
         "delete_scale_set": "scalesets_api",
         "get_scale_set": "scalesets_api",
-        "list_scalesets": "scalesets_api",
         "update_scale_set": "scalesets_api",
         "create_template": "templates_api",
         "delete_template": "templates_api",
-        "get_template": "templates_api",
-        "list_templates": "templates_api",
         "update_template": "templates_api",
     }
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import ops
 import pytest
@@ -12,6 +16,7 @@ from ops import testing
 from test_charm import Config, Ctx, Resources, bootstrap_secrets
 from workload_double import RecordingWorkload
 
+import database
 from database import InvalidDatabaseError, parse_endpoint
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIBdummyCA\n-----END CERTIFICATE-----"
@@ -133,3 +138,19 @@ def test_sslmode_follows_the_providers_tls(
     postgres = workload.applied[-1].postgres
     assert postgres is not None
     assert (postgres.sslmode, postgres.ca_cert) == (expected_sslmode, expected_ca)
+
+
+def test_importing_the_charm_does_not_load_the_database_library():
+    """Arrange: a fresh interpreter. Act: import charm.
+
+    Assert: dpcharmlibs is not loaded (only a hook with the relation needs it).
+    """
+    src = Path(database.__file__).parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(src.parent / "lib")])}
+    code = "import sys, charm; print('dpcharmlibs' in sys.modules)"
+
+    output = subprocess.run(
+        [sys.executable, "-c", code], cwd=src, capture_output=True, text=True, check=True, env=env
+    ).stdout
+
+    assert output.strip() == "False"

@@ -596,11 +596,11 @@ def test_module_import_does_not_load_the_generated_client():
     assert output.split() == ["False", "False"]
 
 
-def test_a_tick_loads_only_the_api_classes_it_calls(httpserver: HTTPServer):
-    """Arrange: a login answer and a recorded scale-set list; a fresh interpreter.
+def test_a_converged_hook_loads_no_generated_api_class_nor_model(httpserver: HTTPServer):
+    """Arrange: a login answer, a recorded scale-set list, empty lists; a fresh interpreter.
 
-    Act: log in and list scale sets, as a converged reconcile tick does.
-    Assert: of the generated API modules, only `login_api` and `scalesets_api` were loaded.
+    Act: log in and make the reads of a converged hook.
+    Assert: no generated API module and no generated model was loaded (ADR 0001, amendment).
     """
     import subprocess  # noqa: PLC0415
     import sys  # noqa: PLC0415
@@ -609,12 +609,19 @@ def test_a_tick_loads_only_the_api_classes_it_calls(httpserver: HTTPServer):
         {"token": "new.jwt.token"}
     )
     serve(httpserver, "21_6b_list_repo_scalesets", "GET", "/api/v1/scalesets")
+    for path in ("github/credentials", "repositories", "organizations", "templates", "instances"):
+        httpserver.expect_request(f"/api/v1/{path}", method="GET").respond_with_json([])
     code = (
         "import sys, garm_api\n"
         f"client = garm_api.GarmClient({httpserver.url_for('/').rstrip('/')!r})\n"
         "client.login('admin', 'pw')\n"
-        "client.list_scalesets()\n"
-        "print(' '.join(sorted(m for m in sys.modules if m.startswith('garm_client.api.'))))\n"
+        "client.list_github_credentials()\n"
+        "client.list_entities(garm_api.EntityKind.REPOSITORY)\n"
+        "client.list_entities(garm_api.EntityKind.ORGANIZATION)\n"
+        "client.list_templates(os_type='linux')\n"
+        "client.list_instances()\n"
+        "prefixes = ('garm_client.api.', 'garm_client.models.')\n"
+        "print(len(client.list_scalesets()), [m for m in sys.modules if m.startswith(prefixes)])\n"
     )
 
     output = subprocess.run(
@@ -625,7 +632,31 @@ def test_a_tick_loads_only_the_api_classes_it_calls(httpserver: HTTPServer):
         check=True,
     ).stdout
 
-    assert output.split() == ["garm_client.api.login_api", "garm_client.api.scalesets_api"]
+    count, loaded = output.split(" ", 1)
+    assert int(count) > 0
+    assert loaded.strip() == "[]"
+
+
+def test_reads_send_the_generated_operations_request(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: answers for a template list and one template.
+
+    Act: list linux templates, get template 7.
+    Assert: the query name, path and headers the generated operations use; the bearer token.
+    """
+    httpserver.expect_request(
+        "/api/v1/templates", method="GET", query_string="osType=linux"
+    ).respond_with_json([])
+    httpserver.expect_request("/api/v1/templates/7", method="GET").respond_with_json(
+        {"id": 7, "name": "t", "data": "IyEvYmluL2Jhc2gK"}
+    )
+
+    client.list_templates(os_type="linux")
+    template = client.get_template(7)
+
+    assert template.data == b"#!/bin/bash\n"
+    for request, _ in httpserver.log:
+        assert request.headers["Accept"] == "application/json"
+        assert request.headers["Authorization"] == f"Bearer {TOKEN}"
 
 
 def test_every_operation_the_client_calls_is_in_its_generated_class(client: GarmClient):
