@@ -6,7 +6,7 @@ import dataclasses
 import datetime
 
 import pytest
-from memory_garm import MemoryGarm
+from memory_garm import CONSOLIDATION_SECONDS, MemoryGarm
 from scaleset_fixtures import ORG, SETTINGS, converge, make_spec, run
 
 from garm_api import GarmUnreachable
@@ -156,11 +156,12 @@ def test_label_change_without_jobs_completes_in_two_passes_after_grace():
 def test_draining_waits_for_the_job_then_deletes():
     """Arrange: a job runs on the old scale set; retired. Act: passes while it runs, then after.
 
-    Assert: draining with its runner count and time left; deleted only after the job ended.
+    Assert: draining with its runner count and time left; still draining while GARM has not
+    noticed the job's end (a disabled set has no listener); deleted once its consolidation has.
     """
     garm = MemoryGarm()
     old, new = changeover_started(garm)
-    job = garm.start_job(garm.by_name(old).id)
+    job = garm.start_job_when_ready(garm.by_name(old).id)
     assert job is not None
     garm.advance(60)
     run(garm, [make_spec(labels=NEW_LABELS)])
@@ -180,6 +181,12 @@ def test_draining_waits_for_the_job_then_deletes():
 
     garm.finish_job(job)
     garm.advance(1)
+    unnoticed = run(garm, [make_spec(labels=NEW_LABELS)])
+    assert unnoticed.spec("small").phase is Phase.DRAINING
+    assert old in garm.names()
+
+    garm.advance(CONSOLIDATION_SECONDS)  # GARM notices the job's end
+    garm.advance(1)  # and the runner goes
     done = run(garm, [make_spec(labels=NEW_LABELS)])
 
     assert garm.names() == {new}
@@ -194,7 +201,7 @@ def test_drain_deadline_forces_removal_and_says_jobs_were_stopped():
     """
     garm = MemoryGarm()
     old, new = changeover_started(garm)
-    job = garm.start_job(garm.by_name(old).id)
+    job = garm.start_job_when_ready(garm.by_name(old).id)
     garm.advance(60)
     run(garm, [make_spec(labels=NEW_LABELS)])
     garm.advance(7 * 3600 - 1)
@@ -222,7 +229,7 @@ def test_forcing_skips_runners_garm_cannot_remove_yet():
     """
     garm = MemoryGarm()
     old, _ = changeover_started(garm)
-    job = garm.start_job(garm.by_name(old).id)
+    job = garm.start_job_when_ready(garm.by_name(old).id)
     assert job is not None
     garm.advance(60)
     run(garm, [make_spec(labels=NEW_LABELS)])
@@ -340,7 +347,7 @@ def test_label_change_back_mid_drain_reenables_that_generation():
     """
     garm = MemoryGarm()
     old, new = changeover_started(garm)
-    job = garm.start_job(garm.by_name(old).id)
+    job = garm.start_job_when_ready(garm.by_name(old).id)
     garm.advance(60)
     run(garm, [make_spec(labels=NEW_LABELS)])
     garm.advance(30)
@@ -575,8 +582,8 @@ def test_several_predecessors_are_one_status_entry():
     """
     garm = MemoryGarm()
     old, middle = changeover_started(garm)
-    garm.start_job(garm.by_name(old).id)
-    garm.start_job(garm.by_name(middle).id)
+    garm.start_job_when_ready(garm.by_name(old).id)
+    garm.start_job_when_ready(garm.by_name(middle).id)
     run(garm, [make_spec(labels=("arm64",))])
     garm.advance(60)
     run(garm, [make_spec(labels=("arm64",))])
