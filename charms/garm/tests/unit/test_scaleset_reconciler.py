@@ -7,7 +7,7 @@ import datetime
 
 import pytest
 from memory_garm import CONSOLIDATION_SECONDS, MemoryGarm
-from scaleset_fixtures import ORG, SETTINGS, converge, make_spec, run
+from scaleset_fixtures import ORG, converge, make_spec, run
 
 from garm_api import GarmUnreachable
 from garm_models import ScaleSetUpdate
@@ -16,6 +16,7 @@ from scaleset_naming import live_name
 from scaleset_reconciler import (
     Phase,
     ReconcileReport,
+    ReconcileSettings,
     blocked_message,
     retry_message,
     status_message,
@@ -156,19 +157,27 @@ def test_label_change_without_jobs_completes_in_two_passes_after_grace():
 def test_draining_waits_for_the_job_then_deletes():
     """Arrange: a job runs on the old scale set; retired. Act: passes while it runs, then after.
 
-    Assert: draining with its runner count and time left; still draining while GARM has not
-    noticed the job's end (a disabled set has no listener); deleted once its consolidation has.
+    Assert: the retiring pass counts every write it made; a draining pass writes nothing (no
+    retire update re-sent); draining with its runner count and time left; still draining while
+    GARM has not noticed the job's end (a disabled set has no listener); deleted once its
+    consolidation has.
     """
     garm = MemoryGarm()
     old, new = changeover_started(garm)
     job = garm.start_job_when_ready(garm.by_name(old).id)
     assert job is not None
     garm.advance(60)
-    run(garm, [make_spec(labels=NEW_LABELS)])
+    before_retire = len(garm.writes())
+    retiring = run(garm, [make_spec(labels=NEW_LABELS)])
+    assert retiring.writes == len(garm.writes()) - before_retire
+    assert retiring.writes >= 1
     garm.advance(3600)
+    before_drain = len(garm.writes())
 
     draining = run(garm, [make_spec(labels=NEW_LABELS)])
 
+    assert garm.writes()[before_drain:] == []
+    assert draining.writes == 0
     spec = draining.spec("small")
     assert spec.phase is Phase.DRAINING
     assert [(p.name, p.runners) for p in spec.predecessors] == [(old, 1)]
@@ -598,9 +607,18 @@ def test_several_predecessors_are_one_status_entry():
 
 
 def test_settings_default_to_a_minute_of_grace_and_seven_hours_of_drain():
-    """Arrange: nothing. Act: read the defaults. Assert: 60 s and 7 h (GitHub's 6 h + 1)."""
-    assert SETTINGS.handover_grace == datetime.timedelta(seconds=60)
-    assert SETTINGS.drain_timeout == datetime.timedelta(hours=7)
+    """Arrange: nothing. Act: build the settings with no arguments.
+
+    Assert: 60 s grace, 7 h drain (GitHub's 6 h job limit + 1), 30 min without a runner
+    before blocking, 15 min before another label attempt, names up to 64 characters.
+    """
+    defaults = ReconcileSettings()
+
+    assert defaults.handover_grace == datetime.timedelta(seconds=60)
+    assert defaults.drain_timeout == datetime.timedelta(hours=7)
+    assert defaults.handover_timeout == datetime.timedelta(minutes=30)
+    assert defaults.label_retry == datetime.timedelta(minutes=15)
+    assert defaults.max_name_length == 64
 
 
 def test_retired_generation_keeps_draining_while_a_newer_one_is_created():
