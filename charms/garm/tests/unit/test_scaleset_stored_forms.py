@@ -55,11 +55,14 @@ def test_long_logical_names_are_cut_to_a_pinned_stem(logical: str, max_length: i
 def test_config_hashes_are_pinned():
     """Arrange: a spec without and with extra specs and a template. Act: config hashes.
 
-    Assert: the recorded 16-character hashes.
+    Assert: the recorded 16-character hashes; the order of extra specs does not matter.
     """
     assert config_hash(make_spec()) == "d0f71a21dcaa9f3b"
     assert config_hash(make_spec(extra_specs={"disk": 20}, template_name="t")) == (
         "fce124c954113161"
+    )
+    assert config_hash(make_spec(extra_specs={"b": 1, "a": 2})) == config_hash(
+        make_spec(extra_specs={"a": 2, "b": 1})
     )
 
 
@@ -126,7 +129,7 @@ def test_malformed_marker_fields_read_as_unset():
     """
     text = (
         '{"managed-by":"garm-charm","logical":"small","retired-at":"2026-11-30T05:52:08",'
-        '"enabled-at":"yesterday","delete-retry-at":"","delete-failures":-1,"attempt":"2",'
+        '"enabled-at":"yesterday","delete-retry-at":5,"delete-failures":-1,"attempt":"2",'
         '"config":5}'
     )
 
