@@ -21,6 +21,7 @@ from scaleset_reconciler import (
     retry_message,
     status_message,
 )
+from scaleset_spec import ScalesetSpec
 
 NEW_LABELS = ("x64", "gpu")
 
@@ -643,3 +644,46 @@ def test_retired_generation_keeps_draining_while_a_newer_one_is_created():
     assert garm.by_name(middle).enabled
     assert report.spec("small").phase is Phase.CREATING
     assert old not in garm.names()
+
+
+def test_each_report_counts_the_calls_and_writes_its_pass_made():
+    """Arrange: a changeover whose job is forced off at the drain deadline.
+
+    Act: passes from the first create until the old set is gone (creates, updates, a forced
+    remove, deletes, the first of them kept by GARM: B15).
+
+    Assert: every report's `requests` and `writes` are the calls and writes GARM saw in its
+    pass (reads included, refused calls included).
+    """
+    garm = MemoryGarm()
+    specs = [make_spec(min_idle_runners=1)]
+    changed = [make_spec(labels=NEW_LABELS, min_idle_runners=1)]
+    counted: list[tuple[int, int]] = []
+    seen: list[tuple[int, int]] = []
+
+    def counted_run(wanted: list[ScalesetSpec]) -> None:
+        calls, writes = len(garm.calls), len(garm.writes())
+        report = run(garm, wanted)
+        counted.append((report.requests, report.writes))
+        seen.append((len(garm.calls) - calls, len(garm.writes()) - writes))
+
+    counted_run(specs)
+    garm.advance(61)
+    counted_run(specs)
+    assert garm.start_job_when_ready(garm.by_name(live_name(specs[0])).id) is not None
+    for _ in range(3):
+        counted_run(changed)
+        garm.advance(61)
+    garm.advance(7 * 3600)
+    garm.keep_deletes = True
+    for _ in range(4):
+        counted_run(changed)
+        garm.advance(61)
+        garm.keep_deletes = False
+    garm.advance(3600)
+    counted_run(changed)
+
+    assert counted == seen
+    assert any(c[0] == "delete_instance" for c in garm.writes())
+    assert any(c[0] == "delete_scaleset" for c in garm.writes())
+    assert live_name(specs[0]) not in garm.names()
