@@ -17,8 +17,9 @@ import datetime
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from memory_garm import CONSOLIDATION_SECONDS, REPO_ID, MemoryGarm
 from scaleset_fixtures import SETTINGS, make_spec
@@ -158,6 +159,7 @@ class ScalesetMachine(RuleBasedStateMachine):
         """One hook: a reconcile pass at GARM's current time."""
         before = self._serving()
         enabled_before = {r.id for r in self.garm.rows.values() if r.enabled}
+        forced_before = len(self.garm.forced)
         self.passes += 1
         try:
             reconcile(
@@ -165,8 +167,21 @@ class ScalesetMachine(RuleBasedStateMachine):
             )
         except GarmUnreachable:
             assert self.garm.outage
+            _corner("a pass during an outage")
         self._check_no_label_gap(before)
         self._check_handover_waited(enabled_before)
+        self._tally_corners(forced_before)
+
+    def _tally_corners(self, forced_before: int) -> None:
+        """Count the corners this pass reached (`pytest --hypothesis-show-statistics`)."""
+        garm = self.garm
+        if len(garm.forced) > forced_before:
+            _corner("a busy runner forced off at the drain deadline")
+        retired = {r.id for r in garm.rows.values() if not r.enabled}
+        if any(
+            r.scaleset_id in retired and r.runner_status == "active" for r in garm.runners.values()
+        ):
+            _corner("a pass with a job on a retired set")
 
     @rule()
     def reconcile_tick(self) -> None:
@@ -360,6 +375,12 @@ class ScalesetMachine(RuleBasedStateMachine):
         garm.advance(1)
         again = reconcile(garm, self._specs(), now=garm.now, settings=SETTINGS, sweep_orphans=True)
         assert again.writes == 0
+
+
+def _corner(name: str) -> None:
+    """Count a corner for `pytest --hypothesis-show-statistics` (outside hypothesis: nothing)."""
+    if currently_in_test_context():
+        event(f"corner: {name}")
 
 
 ScalesetMachine.TestCase.settings = PROFILE
