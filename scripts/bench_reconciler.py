@@ -213,7 +213,7 @@ def _changeover(*, job_seconds: int, interval: int) -> Changeover:
     after = [_spec(0, ("x64", "gpu"), min_idle=1)]
     _settle(garm, before)
     old = next(iter(garm.rows.values()))
-    job = garm.start_job(old.id) if job_seconds else None
+    job = garm.start_job_when_ready(old.id) if job_seconds else None
     start = garm.now
     job_ended: datetime.datetime | None = None
     passes = 0

@@ -7,14 +7,24 @@ fields when false or zero, tags from a global case-insensitive table, `extra_spe
 
 Rules kept: labels and provider are fixed at creation; update applies string fields only when
 non-empty and refuses min > max or a zero bootstrap timeout; delete is refused while enabled or
-while any instance exists, and answers success for unknown ids; instances are removed only in
-running/error/pending_delete/pending_force_delete. `tick()` is GARM's worker: idle runners up to
-`min(min_idle + desired, max)` while enabled, idle runners above it removed, busy runners kept.
+while any instance exists, and answers success for unknown ids; a missing scale set or instance
+is `GarmNotFound` (404), as `GarmClient` raises it; instances are removed only in
+running/error/pending_delete/pending_force_delete. `tick()` is GARM's worker, in the simulator's
+order (tests/garm_sim/scaling.py): deleted runners vanish, booted runners report `idle` (a new
+runner is `pending` until then), jobs that ended on a disabled set are noticed after
+`CONSOLIDATION_SECONDS`, booting runners come up, then runners up to
+`min(min_idle + desired, max)` while enabled, surplus not-busy runners removed (newest first),
+busy runners kept. A job starts only on an idle runner; on an enabled set its end removes the
+runner at once, on a disabled one (no listener) only after the consolidation.
+
+`tests/contract/test_garm_models.py` runs one table of behaviours against this and against the
+simulator through `GarmClient`, so the two cannot drift.
 
 Faults: `refuse` (the next calls of an operation answer 400 or 500), `outage` (every call raises
 `GarmUnreachable`), `keep_deletes` (DELETE answers 200 and keeps the scale set: B15),
 `drop_labels` (labels GARM/GitHub silently drops at creation), `stuck_boots` (new runners never
-come online: a broken image or flavor), `github_leftovers` (names GitHub still holds a scale set
+come up: a broken flavor), `runners_report` (False: booted runners never report `idle`, a broken
+image, as the simulator's switch), `github_leftovers` (names GitHub still holds a scale set
 of, so creating one answers 409 "already exists in runner group").
 """
 
@@ -30,11 +40,15 @@ from typing import Any
 from garm_api import (
     Entity,
     EntityKind,
+    GarmApiError,
     GarmBadRequest,
     GarmConflict,
+    GarmNotFound,
     GarmServerError,
+    GarmUnauthorized,
     GarmUnreachable,
     Instance,
+    InvalidRequest,
     Provider,
     ScaleSet,
     ScaleSetCreate,
@@ -49,6 +63,28 @@ WRITE_OPERATIONS = frozenset(
     {"create_scaleset", "update_scaleset", "delete_scaleset", "delete_instance"}
 )
 FORCEABLE = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
+DELETING = frozenset({"pending_delete", "pending_force_delete"})
+# Runner statuses GARM scales down; `active` (a job) and `terminated` are never removed.
+SCALABLE_DOWN = frozenset(
+    {"idle", "pending", "installing", "online", "offline", "unknown", "failed"}
+)
+# How often GARM compares its runners with GitHub's agents list (tests/garm_sim/scaling.py).
+CONSOLIDATION_SECONDS = 300
+
+
+# How `GarmClient` types GARM's refusals by status.
+_ERRORS: dict[int, type[GarmApiError]] = {
+    400: GarmBadRequest,
+    401: GarmUnauthorized,
+    404: GarmNotFound,
+    409: GarmConflict,
+}
+
+
+def _check(operation: str, problems: list[str]) -> None:
+    """Refuse what `GarmClient` refuses before calling GARM."""
+    if problems:
+        raise InvalidRequest(f"{operation}: " + "; ".join(problems))
 
 
 def go_time(moment: datetime.datetime) -> str:
@@ -92,6 +128,7 @@ class _Runner:
     runner_status: str
     created_at: datetime.datetime
     id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
+    job_finished_at: datetime.datetime | None = None
 
 
 class MemoryGarm:
@@ -132,6 +169,7 @@ class MemoryGarm:
         self.keep_deletes = False
         self.drop_labels: set[str] = set()
         self.stuck_boots = False
+        self.runners_report = True
         # Names GitHub still holds a runner scale set of, unknown to GARM (GARM's retry race).
         self.github_leftovers: set[str] = set()
         self.deletes_refused_with_runners: list[str] = []
@@ -173,34 +211,73 @@ class MemoryGarm:
         return [r for r in self.runners.values() if r.scaleset_id in ids]
 
     def start_job(self, scaleset_id: int) -> str | None:
-        """A job lands on a scale set: an idle runner takes it, or a new one if allowed."""
-        row = self.rows.get(scaleset_id)
-        if row is None or not row.enabled:
-            return None
+        """A job lands on a scale set: an idle running runner takes it (None when there is none).
+
+        GARM refuses `pending` -> `active`, so a runner that has not reported takes no job.
+        """
         for runner in self.runners.values():
-            if runner.scaleset_id == scaleset_id and runner.runner_status == "idle":
+            if (
+                runner.scaleset_id == scaleset_id
+                and runner.status == "running"
+                and runner.runner_status == "idle"
+            ):
                 runner.runner_status = "active"
                 return runner.name
-        busy = [r for r in self.runners.values() if r.scaleset_id == scaleset_id]
-        if len(busy) >= row.max_runners:
-            return None
-        runner = self._spawn(row, "active")
-        return runner.name
+        return None
+
+    def start_job_when_ready(self, scaleset_id: int) -> str | None:
+        """A job is queued for a scale set; GARM's worker runs (the clock stands) until it starts.
+
+        Without an idle runner GitHub's queue raises the desired count for the job, as GARM
+        hears it, so a runner is created, reports `idle` at the next pass and takes the job;
+        the count goes back once the job runs (an active runner is never scaled down).
+        """
+        row = self.rows.get(scaleset_id)
+        job = self.start_job(scaleset_id)
+        if job is not None or row is None:
+            return job
+        row.desired_runner_count += 1
+        for _ in range(2):
+            self.tick()
+            job = self.start_job(scaleset_id)
+            if job is not None:
+                break
+        row.desired_runner_count -= 1
+        return job
 
     def finish_job(self, name: str) -> None:
-        """A job ends: its ephemeral runner goes away."""
+        """A job ends: the ephemeral runner terminates.
+
+        On an enabled set GARM hears it at once and the runner goes at the next tick; a disabled
+        set has no listener, so the runner stays `active` until the consolidation notices.
+        """
         runner = self.runners.get(name)
-        if runner is not None and runner.runner_status == "active":
-            del self.runners[name]
+        if runner is None or runner.runner_status != "active":
+            return
+        row = self.rows.get(runner.scaleset_id)
+        if row is not None and not row.enabled:
+            if runner.job_finished_at is None:
+                runner.job_finished_at = self.now
+            return
+        self._terminate(runner)
 
     def tick(self) -> None:
-        """GARM's worker: remove deleted runners, then scale each scale set to its target."""
+        """GARM's worker, in the simulator's order (see the module docstring)."""
         for name, runner in list(self.runners.items()):
-            if runner.status in ("pending_delete", "pending_force_delete"):
+            if runner.status in DELETING:
                 del self.runners[name]
-            elif runner.status == "pending_create" and not self.stuck_boots:
+        consolidated = self.now - datetime.timedelta(seconds=CONSOLIDATION_SECONDS)
+        for runner in self.runners.values():
+            reported = self.runners_report and runner.runner_status == "pending"
+            if runner.status == "running" and reported:
+                runner.runner_status = "idle"
+            finished = runner.job_finished_at
+            if finished is not None and finished <= consolidated:
+                self._terminate(runner)
+        for runner in self.runners.values():
+            if runner.status == "pending_create" and not self.stuck_boots:
                 runner.status = "running"
-        for row in self.rows.values():
+        for row in list(self.rows.values()):
             self._scale(row)
 
     # The API (ScalesetApi) ----------------------------------------------------------------
@@ -251,13 +328,12 @@ class MemoryGarm:
     def create_scaleset(
         self, kind: EntityKind, entity_id: str, params: ScaleSetCreate
     ) -> ScaleSet:
-        """POST /{entity}/{id}/scalesets."""
+        """POST /{entity}/{id}/scalesets (refused before any call when invalid, as the client)."""
+        _check("create scale set", params.validate())
         self._enter("create_scaleset", kind, entity_id, params)
         names = {n for n, i in self.entities[kind].items() if i == entity_id}
         if not names:
-            raise GarmBadRequest("create scale set", 404, "Not Found", "entity not found")
-        if params.validate():
-            raise GarmServerError("create scale set", 500, "Internal Server Error", "")
+            raise GarmNotFound("create scale set", 404, "Not Found", "entity not found")
         if any(r.name == params.name and r.entity_id == entity_id for r in self.rows.values()):
             raise GarmConflict("create scale set", 409, "Conflict", "scale set exists")
         if params.name in self.github_leftovers:
@@ -294,13 +370,12 @@ class MemoryGarm:
         return ScaleSet.from_wire(self._wire(row, with_details=True))
 
     def update_scaleset(self, scaleset_id: int, params: ScaleSetUpdate) -> ScaleSet:
-        """PUT /scalesets/{id}."""
+        """PUT /scalesets/{id} (refused before any call when invalid, as the client)."""
+        _check("update scale set", params.validate())
         self._enter("update_scaleset", scaleset_id, params)
         row = self.rows.get(scaleset_id)
         if row is None:
-            raise GarmBadRequest("update scale set", 404, "Not Found", "scale set not found")
-        if params.runner_bootstrap_timeout == 0:
-            raise GarmBadRequest("update scale set", 400, "Bad Request", "invalid timeout")
+            raise GarmNotFound("update scale set", 404, "Not Found", "scale set not found")
         minimum = (
             row.min_idle_runners if params.min_idle_runners is None else params.min_idle_runners
         )
@@ -335,9 +410,9 @@ class MemoryGarm:
         self._enter("delete_instance", name, force)
         runner = self.runners.get(name)
         if runner is None:
-            raise GarmBadRequest("delete instance", 404, "Not Found", "instance not found")
+            raise GarmNotFound("delete instance", 404, "Not Found", "instance not found")
         if runner.status not in FORCEABLE:
-            raise GarmBadRequest("delete instance", 400, "Bad Request", "runner must be ...")
+            raise GarmNotFound("delete instance", 400, "Bad Request", "runner must be ...")
         runner.status = "pending_force_delete" if force else "pending_delete"
         row = self.rows.get(runner.scaleset_id)
         state = row.extended_state if row is not None else ""
@@ -352,7 +427,7 @@ class MemoryGarm:
         pending = self.refusals.get(operation)
         if pending:
             status = pending.pop(0)
-            kind = GarmServerError if status >= 500 else GarmBadRequest
+            kind = _ERRORS.get(status, GarmServerError if status >= 500 else GarmApiError)
             raise kind(operation, status, "refused", "fault injected by the test")
 
     def _apply(self, row: _Row, params: ScaleSetUpdate) -> None:
@@ -380,25 +455,30 @@ class MemoryGarm:
         if changed:
             row.updated_at = self.now
 
-    def _scale(self, row: _Row) -> None:
-        mine = [
-            r
-            for r in self.runners.values()
-            if r.scaleset_id == row.id
-            and r.status not in ("pending_delete", "pending_force_delete")
-        ]
-        target = min(row.min_idle_runners + row.desired_runner_count, row.max_runners)
-        if row.enabled:
-            for _ in range(target - len(mine)):
-                self._spawn(row, "idle")
-        idle = [r for r in mine if r.runner_status == "idle" and r.status == "running"]
-        for runner in idle[: max(0, len(mine) - target)]:
-            runner.status = "pending_delete"
+    def _terminate(self, runner: _Runner) -> None:
+        runner.runner_status = "terminated"
+        runner.status = "pending_delete"
+        runner.job_finished_at = None
 
-    def _spawn(self, row: _Row, runner_status: str) -> _Runner:
+    def _scale(self, row: _Row) -> None:
+        mine = (r for r in self.runners.values() if r.scaleset_id == row.id)
+        live = [r for r in mine if r.status not in DELETING]
+        target = min(row.min_idle_runners + row.desired_runner_count, row.max_runners)
+        surplus = len(live) - target
+        if surplus > 0:
+            spare = [r for r in reversed(live) if r.runner_status in SCALABLE_DOWN]
+            for runner in spare[:surplus]:
+                del self.runners[runner.name]
+            return
+        if row.enabled and row.provider_name in self.providers:
+            for _ in range(-surplus):
+                self._spawn(row)
+
+    def _spawn(self, row: _Row) -> _Runner:
         name = f"garm-{next(self._runner_ids):012d}"
-        status = "pending_create" if runner_status == "idle" else "running"
-        runner = _Runner(name, row.id, status, runner_status, self.now)
+        # As the simulator with no boot time: up at once, `pending` until it reports.
+        status = "pending_create" if self.stuck_boots else "running"
+        runner = _Runner(name, row.id, status, "pending", self.now)
         self.runners[name] = runner
         return runner
 

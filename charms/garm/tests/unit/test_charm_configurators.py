@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime
 import json
 import secrets
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,10 +42,20 @@ def app_key() -> str:
 
 
 @pytest.fixture
-def sim() -> Iterator[GarmSim]:
-    """A fresh GARM that was started with the provider the charm renders for `small`."""
-    with GarmSim(["openstack-small"]) as server:
+def sim(monkeypatch: pytest.MonkeyPatch) -> Iterator[GarmSim]:
+    """A fresh GARM that was started with the provider the charm renders for `small`.
+
+    Its clock is frozen and the charm reads it (`charm.utc_now`, the charm's clock seam), so a
+    test moves time with `sim.clock.advance` instead of sleeping.
+    """
+    with GarmSim(["openstack-small"], frozen_clock=True) as server:
+        monkeypatch.setattr(charm, "utc_now", lambda: sim_now(server))
         yield server
+
+
+def sim_now(sim: GarmSim) -> datetime.datetime:
+    """GARM's clock, which the charm shares on the same machine."""
+    return datetime.datetime.fromtimestamp(sim.clock.now(), datetime.UTC)
 
 
 @dataclasses.dataclass
@@ -171,7 +181,7 @@ def test_second_hook_converges_without_writes(
     ctx = testing.Context(charm.GarmCharm)
     state = leader_state(sim, resources, configurator(app_key), **{"handover-grace": "1s"})
     first = ctx.run(ctx.on.config_changed(), state)
-    time.sleep(1.1)  # past the hand-over grace, measured from GARM's created_at
+    sim.clock.advance(1.1)  # past the hand-over grace, measured from GARM's created_at
     writes = sim.write_count()
 
     out = ctx.run(ctx.on.update_status(), first)
@@ -212,7 +222,7 @@ def test_unpublished_relation_waits_and_removes_nothing(
     ctx = testing.Context(charm.GarmCharm)
     state = leader_state(sim, resources, configurator(app_key), **{"handover-grace": "1s"})
     served = ctx.run(ctx.on.config_changed(), state)
-    time.sleep(1.1)  # past the hand-over grace, measured from GARM's created_at
+    sim.clock.advance(1.1)  # past the hand-over grace, measured from GARM's created_at
     silent = testing.Relation("garm-configurator", remote_app_name="large")
     (before,) = sim.state.scalesets.values()
     writes = sim.write_count()

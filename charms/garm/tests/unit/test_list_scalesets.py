@@ -38,7 +38,7 @@ def test_a_draining_changeover_shows_each_generation_and_an_absolute_deadline():
     garm = MemoryGarm()
     converge(garm, [make_spec(min_idle_runners=1)])
     old = next(iter(garm.rows.values()))
-    assert garm.start_job(old.id) is not None
+    assert garm.start_job_when_ready(old.id) is not None
     changed = make_spec(labels=NEW_LABELS, min_idle_runners=1)
     run(garm, [changed])
     garm.advance(61)

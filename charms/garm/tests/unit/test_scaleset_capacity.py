@@ -74,7 +74,8 @@ def test_a_new_set_without_runners_blocks_after_the_timeout_and_recovers_by_itse
     assert garm.by_name(old).enabled
     assert garm.by_name(old).min_idle_runners == 1
     garm.stuck_boots = False
-    garm.tick()
+    garm.tick()  # the runner boots
+    garm.tick()  # and reports idle
 
     recovered = run(garm, [changed])
 

@@ -17,10 +17,11 @@ import datetime
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from memory_garm import REPO_ID, MemoryGarm
+from memory_garm import CONSOLIDATION_SECONDS, REPO_ID, MemoryGarm
 from scaleset_fixtures import SETTINGS, make_spec
 
 from garm_api import GarmUnreachable
@@ -86,14 +87,14 @@ class ScalesetMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def start_job(self, data: st.DataObject) -> None:
-        """A job lands on one of the enabled scale sets."""
+        """A job lands on one of the enabled scale sets (on an idle runner, once one reports)."""
         enabled = sorted(r.id for r in self.garm.rows.values() if r.enabled)
         if enabled:
-            self.garm.start_job(data.draw(st.sampled_from(enabled)))
+            self.garm.start_job_when_ready(data.draw(st.sampled_from(enabled)))
 
     @rule(data=st.data())
     def finish_job(self, data: st.DataObject) -> None:
-        """A job ends; its runner goes away."""
+        """A job ends; its runner goes away (on a retired set once GARM's consolidation runs)."""
         busy = sorted(n for n, r in self.garm.runners.items() if r.runner_status == "active")
         if busy:
             self.garm.finish_job(data.draw(st.sampled_from(busy)))
@@ -158,6 +159,7 @@ class ScalesetMachine(RuleBasedStateMachine):
         """One hook: a reconcile pass at GARM's current time."""
         before = self._serving()
         enabled_before = {r.id for r in self.garm.rows.values() if r.enabled}
+        forced_before = len(self.garm.forced)
         self.passes += 1
         try:
             reconcile(
@@ -165,8 +167,21 @@ class ScalesetMachine(RuleBasedStateMachine):
             )
         except GarmUnreachable:
             assert self.garm.outage
+            _corner("a pass during an outage")
         self._check_no_label_gap(before)
         self._check_handover_waited(enabled_before)
+        self._tally_corners(forced_before)
+
+    def _tally_corners(self, forced_before: int) -> None:
+        """Count the corners this pass reached (`pytest --hypothesis-show-statistics`)."""
+        garm = self.garm
+        if len(garm.forced) > forced_before:
+            _corner("a busy runner forced off at the drain deadline")
+        retired = {r.id for r in garm.rows.values() if not r.enabled}
+        if any(
+            r.scaleset_id in retired and r.runner_status == "active" for r in garm.runners.values()
+        ):
+            _corner("a pass with a job on a retired set")
 
     @rule()
     def reconcile_tick(self) -> None:
@@ -330,6 +345,9 @@ class ScalesetMachine(RuleBasedStateMachine):
         garm.stuck_boots = False
         for name in [n for n, r in garm.runners.items() if r.runner_status == "active"]:
             garm.finish_job(name)
+        if any(r.job_finished_at is not None for r in garm.runners.values()):
+            # Jobs that ended on retired sets are noticed only by GARM's consolidation.
+            garm.advance(CONSOLIDATION_SECONDS)
         report = None
         for _ in range(SETTLE_PASSES):
             garm.advance(self._until_next_step(report))
@@ -359,6 +377,12 @@ class ScalesetMachine(RuleBasedStateMachine):
         assert again.writes == 0
 
 
+def _corner(name: str) -> None:
+    """Count a corner for `pytest --hypothesis-show-statistics` (outside hypothesis: nothing)."""
+    if currently_in_test_context():
+        event(f"corner: {name}")
+
+
 ScalesetMachine.TestCase.settings = PROFILE
 TestScalesetChangeover = ScalesetMachine.TestCase
 
@@ -373,7 +397,7 @@ def test_changeover_settles_after_a_flip_back_and_forth():
     machine.time_passes(61)
     machine.change_labels("a", ("x64", "gpu"))
     machine.reconcile_pass()
-    machine.garm.start_job(next(r.id for r in machine._family("a") if r.enabled))
+    machine.garm.start_job_when_ready(next(r.id for r in machine._family("a") if r.enabled))
     machine.time_passes(61)
     machine.reconcile_pass()
     machine.change_labels("a", ("x64",))

@@ -6,8 +6,8 @@ import dataclasses
 import datetime
 
 import pytest
-from memory_garm import MemoryGarm
-from scaleset_fixtures import ORG, SETTINGS, converge, make_spec, run
+from memory_garm import CONSOLIDATION_SECONDS, MemoryGarm
+from scaleset_fixtures import ORG, converge, make_spec, run
 
 from garm_api import GarmUnreachable
 from garm_models import ScaleSetUpdate
@@ -16,10 +16,12 @@ from scaleset_naming import live_name
 from scaleset_reconciler import (
     Phase,
     ReconcileReport,
+    ReconcileSettings,
     blocked_message,
     retry_message,
     status_message,
 )
+from scaleset_spec import ScalesetSpec
 
 NEW_LABELS = ("x64", "gpu")
 
@@ -156,18 +158,27 @@ def test_label_change_without_jobs_completes_in_two_passes_after_grace():
 def test_draining_waits_for_the_job_then_deletes():
     """Arrange: a job runs on the old scale set; retired. Act: passes while it runs, then after.
 
-    Assert: draining with its runner count and time left; deleted only after the job ended.
+    Assert: the retiring pass counts every write it made; a draining pass writes nothing (no
+    retire update re-sent); draining with its runner count and time left; still draining while
+    GARM has not noticed the job's end (a disabled set has no listener); deleted once its
+    consolidation has.
     """
     garm = MemoryGarm()
     old, new = changeover_started(garm)
-    job = garm.start_job(garm.by_name(old).id)
+    job = garm.start_job_when_ready(garm.by_name(old).id)
     assert job is not None
     garm.advance(60)
-    run(garm, [make_spec(labels=NEW_LABELS)])
+    before_retire = len(garm.writes())
+    retiring = run(garm, [make_spec(labels=NEW_LABELS)])
+    assert retiring.writes == len(garm.writes()) - before_retire
+    assert retiring.writes >= 1
     garm.advance(3600)
+    before_drain = len(garm.writes())
 
     draining = run(garm, [make_spec(labels=NEW_LABELS)])
 
+    assert garm.writes()[before_drain:] == []
+    assert draining.writes == 0
     spec = draining.spec("small")
     assert spec.phase is Phase.DRAINING
     assert [(p.name, p.runners) for p in spec.predecessors] == [(old, 1)]
@@ -180,6 +191,12 @@ def test_draining_waits_for_the_job_then_deletes():
 
     garm.finish_job(job)
     garm.advance(1)
+    unnoticed = run(garm, [make_spec(labels=NEW_LABELS)])
+    assert unnoticed.spec("small").phase is Phase.DRAINING
+    assert old in garm.names()
+
+    garm.advance(CONSOLIDATION_SECONDS)  # GARM notices the job's end
+    garm.advance(1)  # and the runner goes
     done = run(garm, [make_spec(labels=NEW_LABELS)])
 
     assert garm.names() == {new}
@@ -194,7 +211,7 @@ def test_drain_deadline_forces_removal_and_says_jobs_were_stopped():
     """
     garm = MemoryGarm()
     old, new = changeover_started(garm)
-    job = garm.start_job(garm.by_name(old).id)
+    job = garm.start_job_when_ready(garm.by_name(old).id)
     garm.advance(60)
     run(garm, [make_spec(labels=NEW_LABELS)])
     garm.advance(7 * 3600 - 1)
@@ -222,7 +239,7 @@ def test_forcing_skips_runners_garm_cannot_remove_yet():
     """
     garm = MemoryGarm()
     old, _ = changeover_started(garm)
-    job = garm.start_job(garm.by_name(old).id)
+    job = garm.start_job_when_ready(garm.by_name(old).id)
     assert job is not None
     garm.advance(60)
     run(garm, [make_spec(labels=NEW_LABELS)])
@@ -340,7 +357,7 @@ def test_label_change_back_mid_drain_reenables_that_generation():
     """
     garm = MemoryGarm()
     old, new = changeover_started(garm)
-    job = garm.start_job(garm.by_name(old).id)
+    job = garm.start_job_when_ready(garm.by_name(old).id)
     garm.advance(60)
     run(garm, [make_spec(labels=NEW_LABELS)])
     garm.advance(30)
@@ -575,8 +592,8 @@ def test_several_predecessors_are_one_status_entry():
     """
     garm = MemoryGarm()
     old, middle = changeover_started(garm)
-    garm.start_job(garm.by_name(old).id)
-    garm.start_job(garm.by_name(middle).id)
+    garm.start_job_when_ready(garm.by_name(old).id)
+    garm.start_job_when_ready(garm.by_name(middle).id)
     run(garm, [make_spec(labels=("arm64",))])
     garm.advance(60)
     run(garm, [make_spec(labels=("arm64",))])
@@ -591,9 +608,18 @@ def test_several_predecessors_are_one_status_entry():
 
 
 def test_settings_default_to_a_minute_of_grace_and_seven_hours_of_drain():
-    """Arrange: nothing. Act: read the defaults. Assert: 60 s and 7 h (GitHub's 6 h + 1)."""
-    assert SETTINGS.handover_grace == datetime.timedelta(seconds=60)
-    assert SETTINGS.drain_timeout == datetime.timedelta(hours=7)
+    """Arrange: nothing. Act: build the settings with no arguments.
+
+    Assert: 60 s grace, 7 h drain (GitHub's 6 h job limit + 1), 30 min without a runner
+    before blocking, 15 min before another label attempt, names up to 64 characters.
+    """
+    defaults = ReconcileSettings()
+
+    assert defaults.handover_grace == datetime.timedelta(seconds=60)
+    assert defaults.drain_timeout == datetime.timedelta(hours=7)
+    assert defaults.handover_timeout == datetime.timedelta(minutes=30)
+    assert defaults.label_retry == datetime.timedelta(minutes=15)
+    assert defaults.max_name_length == 64
 
 
 def test_retired_generation_keeps_draining_while_a_newer_one_is_created():
@@ -618,3 +644,46 @@ def test_retired_generation_keeps_draining_while_a_newer_one_is_created():
     assert garm.by_name(middle).enabled
     assert report.spec("small").phase is Phase.CREATING
     assert old not in garm.names()
+
+
+def test_each_report_counts_the_calls_and_writes_its_pass_made():
+    """Arrange: a changeover whose job is forced off at the drain deadline.
+
+    Act: passes from the first create until the old set is gone (creates, updates, a forced
+    remove, deletes, the first of them kept by GARM: B15).
+
+    Assert: every report's `requests` and `writes` are the calls and writes GARM saw in its
+    pass (reads included, refused calls included).
+    """
+    garm = MemoryGarm()
+    specs = [make_spec(min_idle_runners=1)]
+    changed = [make_spec(labels=NEW_LABELS, min_idle_runners=1)]
+    counted: list[tuple[int, int]] = []
+    seen: list[tuple[int, int]] = []
+
+    def counted_run(wanted: list[ScalesetSpec]) -> None:
+        calls, writes = len(garm.calls), len(garm.writes())
+        report = run(garm, wanted)
+        counted.append((report.requests, report.writes))
+        seen.append((len(garm.calls) - calls, len(garm.writes()) - writes))
+
+    counted_run(specs)
+    garm.advance(61)
+    counted_run(specs)
+    assert garm.start_job_when_ready(garm.by_name(live_name(specs[0])).id) is not None
+    for _ in range(3):
+        counted_run(changed)
+        garm.advance(61)
+    garm.advance(7 * 3600)
+    garm.keep_deletes = True
+    for _ in range(4):
+        counted_run(changed)
+        garm.advance(61)
+        garm.keep_deletes = False
+    garm.advance(3600)
+    counted_run(changed)
+
+    assert counted == seen
+    assert any(c[0] == "delete_instance" for c in garm.writes())
+    assert any(c[0] == "delete_scaleset" for c in garm.writes())
+    assert live_name(specs[0]) not in garm.names()

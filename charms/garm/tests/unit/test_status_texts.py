@@ -178,7 +178,7 @@ def test_draining_names_the_deadline_as_a_utc_clock_time():
     converge(garm, [make_spec()])
     run(garm, [make_spec(labels=NEW_LABELS)])
     old = next(iter(garm.rows.values()))
-    garm.start_job(old.id)
+    garm.start_job_when_ready(old.id)
     garm.advance(60)
     retiring_at = garm.now
     run(garm, [make_spec(labels=NEW_LABELS)])

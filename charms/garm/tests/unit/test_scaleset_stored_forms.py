@@ -1,0 +1,150 @@
+"""What the charm stores in GARM stays the same across charm versions.
+
+Live names and the marker in `extended_state` outlive the charm that wrote them: after an
+upgrade the new charm must compute the same name and config hash for an unchanged spec, and read
+every marker an older one wrote, or it would replace every scale set (or lose their drain
+clocks). The other tests compute names with the same code they test; these pin the values.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from scaleset_fixtures import ORG, make_spec
+
+from scaleset_marker import Marker, config_hash, parse_marker
+from scaleset_naming import live_name, stem
+
+MOMENT = datetime.datetime(2026, 11, 30, 5, 52, 8, 62603, tzinfo=datetime.UTC)
+STAMP = "2026-11-30T05:52:08.062603Z"
+
+
+def test_live_names_are_pinned():
+    """Arrange: the fixture spec and variants. Act: their live names.
+
+    Assert: the recorded names: labels normalised (case, spaces, duplicates), the entity and
+    a further attempt in the hash, attempt 0 left out.
+    """
+    assert live_name(make_spec()) == "small-9d329121"
+    assert live_name(make_spec(labels=("X64 ", "Linux", "x64"))) == "small-9d329121"
+    assert live_name(make_spec(), attempt=0) == "small-9d329121"
+    assert live_name(make_spec(), attempt=2) == "small-c34ebc19"
+    assert live_name(make_spec(entity=ORG)) == "small-992219a7"
+
+
+@pytest.mark.parametrize(
+    ("logical", "max_length", "expected"),
+    [
+        ("a" * 70, 64, "a" * 48 + "-6bd5e5"),
+        ("abcd-efgh-ijkl-mnop-qrst-uvwx", 30, "abcd-efgh-ijkl-d9e452"),
+        ("abcdefghijklm-opqrstuvwxyz", 30, "abcdefghijklm-ab83b5"),
+        ("abc-abc-abc-abc-abc-x", 30, "abc-abc-abc-abc-abc-x"),
+    ],
+)
+def test_long_logical_names_are_cut_to_a_pinned_stem(logical: str, max_length: int, expected: str):
+    """Arrange: a logical name. Act: its stem for a maximum length.
+
+    Assert: the recorded stem: kept whole when it fits (with the 9-character generation
+    suffix), otherwise cut, trailing dashes dropped, and a hash of the whole name appended.
+    """
+    assert stem(logical, max_length) == expected
+    assert len(stem(logical, max_length)) <= max_length - 9
+
+
+def test_config_hashes_are_pinned():
+    """Arrange: a spec without and with extra specs and a template. Act: config hashes.
+
+    Assert: the recorded 16-character hashes; the order of extra specs does not matter.
+    """
+    assert config_hash(make_spec()) == "d0f71a21dcaa9f3b"
+    assert config_hash(make_spec(extra_specs={"disk": 20}, template_name="t")) == (
+        "fce124c954113161"
+    )
+    assert config_hash(make_spec(extra_specs={"b": 1, "a": 2})) == config_hash(
+        make_spec(extra_specs={"a": 2, "b": 1})
+    )
+
+
+def test_the_marker_renders_to_the_pinned_text():
+    """Arrange: a marker with every field, and a bare one. Act: render.
+
+    Assert: compact JSON, keys sorted, UTC times with `Z`, zero and unset fields left out.
+    """
+    full = Marker(
+        "small",
+        "abc",
+        retired_at=MOMENT,
+        enabled_at=MOMENT,
+        delete_failures=2,
+        delete_retry_at=MOMENT,
+        attempt=3,
+    )
+
+    assert full.render() == (
+        '{"attempt":3,"config":"abc","delete-failures":2,'
+        f'"delete-retry-at":"{STAMP}","enabled-at":"{STAMP}","logical":"small",'
+        f'"managed-by":"garm-charm","retired-at":"{STAMP}"}}'
+    )
+    assert Marker("small").render() == '{"config":"","logical":"small","managed-by":"garm-charm"}'
+    assert parse_marker(full.render()) == full
+
+
+def test_a_marker_from_another_timezone_renders_in_utc():
+    """Arrange: a marker retired at 06:52 at UTC+1. Act: render. Assert: 05:52 with `Z`."""
+    plus_one = datetime.timezone(datetime.timedelta(hours=1))
+    moment = MOMENT.astimezone(plus_one)
+
+    assert f'"retired-at":"{STAMP}"' in Marker("small", retired_at=moment).render()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "  ",
+        "small",
+        "[1]",
+        "{not json",
+        '"{}"',
+        '{"managed-by":"garm-charm"}',
+        '{"managed-by":"garm-charm","logical":""}',
+        '{"managed-by":"garm-charm","logical":5}',
+        '{"managed-by":"someone-else","logical":"small"}',
+    ],
+)
+def test_what_the_charm_did_not_write_is_no_marker(text: str):
+    """Arrange: extended states a person or another tool may have set. Act: parse.
+
+    Assert: no marker, so the scale set counts as hand-made and is never touched.
+    """
+    assert parse_marker(text) is None
+
+
+def test_malformed_marker_fields_read_as_unset():
+    """Arrange: the charm's marker with a naive time, bad times, counts and config.
+
+    Act: parse. Assert: a naive time is UTC; unreadable times, negative or non-integer counts
+    and a non-string config read as unset.
+    """
+    text = (
+        '{"managed-by":"garm-charm","logical":"small","retired-at":"2026-11-30T05:52:08",'
+        '"enabled-at":"yesterday","delete-retry-at":5,"delete-failures":-1,"attempt":"2",'
+        '"config":5}'
+    )
+
+    marker = parse_marker(text)
+
+    assert marker == Marker(
+        "small", retired_at=datetime.datetime(2026, 11, 30, 5, 52, 8, tzinfo=datetime.UTC)
+    )
+    assert marker is not None
+    assert marker.retired
+    assert not Marker("small").retired
+
+
+def test_a_marker_with_spaces_around_it_is_read():
+    """Arrange: the charm's marker with leading blanks. Act: parse. Assert: it is read."""
+    marker = parse_marker('  {"managed-by":"garm-charm","logical":"small","delete-failures":1}')
+
+    assert marker == Marker("small", delete_failures=1)
