@@ -35,7 +35,7 @@ sys.path[:0] = [
     str(ROOT / "tests"),
 ]
 
-from configurator_publication import pkcs1_app_key, published_databag  # noqa: E402
+from configurator_publication import pkcs1_app_key, small_databag  # noqa: E402
 from ops import testing  # noqa: E402
 from workload_double import RecordingWorkload  # noqa: E402
 
@@ -264,16 +264,7 @@ def charm_machine(sim: GarmSim) -> Iterator[testing.State]:
 
 def databag(labels: tuple[str, ...], state: testing.State) -> dict[str, str]:
     """What configurator `small` publishes: one scale set for org `acme` and its secrets."""
-    # Only `small`'s own secrets: garm's admin secret also has a `password` key.
-    password, key = (
-        next(
-            s
-            for s in state.secrets
-            if field in s.tracked_content and s.tracked_content.get("app") == "small"
-        )
-        for field in ("password", "private-key")
-    )
-    return published_databag(labels, password_secret_id=password.id, private_key_secret_id=key.id)
+    return small_databag(labels, state)
 
 
 def resources(directory: pathlib.Path) -> frozenset[testing.Resource]:

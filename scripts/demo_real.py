@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from unittest import mock
 
-from configurator_publication import pkcs1_app_key, published_databag
+from configurator_publication import pkcs1_app_key, republished
 from demo import NEW_LABELS, OLD_LABELS, Row
 from ops import testing
 
@@ -191,23 +191,7 @@ class RealDemo:
 
     def publish(self, labels: tuple[str, ...]) -> None:
         """The configurator publishes `labels`: relation-changed."""
-        relation = next(
-            iter(self.state.relations),
-            testing.Relation("garm-configurator", remote_app_name="small"),
-        )
-        password, key = (
-            next(
-                s
-                for s in self.state.secrets
-                if field in s.tracked_content and s.tracked_content.get("app") == "small"
-            )
-            for field in ("password", "private-key")
-        )
-        data = published_databag(
-            labels, password_secret_id=password.id, private_key_secret_id=key.id
-        )
-        changed = dataclasses.replace(relation, remote_app_data=data)
-        self.state = dataclasses.replace(self.state, relations={changed})
+        self.state, changed = republished(self.state, labels)
         self.hook(self.ctx.on.relation_changed(changed, remote_unit=0))
 
     def point_github_at_the_fake(self) -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from configurator_publication import pkcs1_app_key, published_databag
+from configurator_publication import pkcs1_app_key, republished
 from database_publication import database_relation, database_secret
 from ops import testing
 from workload_double import this_users_ids
@@ -104,22 +104,7 @@ class Walk:
 
     def publish(self, labels: tuple[str, ...]) -> None:
         """Configurator `small` publishes `labels`: relation-changed."""
-        relation = next(r for r in self.state.relations if r.endpoint == "garm-configurator")
-        # Only `small`'s own secrets: garm's admin secret also has a `password` key.
-        password, key = (
-            next(
-                s
-                for s in self.state.secrets
-                if field in s.tracked_content and s.tracked_content.get("app") == "small"
-            )
-            for field in ("password", "private-key")
-        )
-        data = published_databag(
-            labels, password_secret_id=password.id, private_key_secret_id=key.id
-        )
-        changed = dataclasses.replace(relation, remote_app_data=data)
-        others = {r for r in self.state.relations if r.endpoint != "garm-configurator"}
-        self.state = dataclasses.replace(self.state, relations=others | {changed})
+        self.state, changed = republished(self.state, labels)
         self.hook(self.ctx.on.relation_changed(changed, remote_unit=0))
 
 

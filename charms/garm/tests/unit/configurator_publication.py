@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from ops import testing
 
 from charms.garm_configurator.v0 import garm_configurator as interface
+
+CONFIGURATOR_ENDPOINT = "garm-configurator"
 
 
 def pkcs1_app_key() -> str:
@@ -52,3 +57,36 @@ def published_databag(
         }
     )
     return data.to_databag()
+
+
+def small_databag(labels: tuple[str, ...], state: testing.State) -> dict[str, str]:
+    """What `small` publishes in `state`: its databag, naming its own secrets by id.
+
+    Only secrets naming `small` as publisher count: garm's admin secret also has `password`.
+    """
+    password, key = (
+        next(
+            secret
+            for secret in state.secrets
+            if field in secret.tracked_content and secret.tracked_content.get("app") == "small"
+        )
+        for field in ("password", "private-key")
+    )
+    return published_databag(labels, password_secret_id=password.id, private_key_secret_id=key.id)
+
+
+def republished(
+    state: testing.State, labels: tuple[str, ...]
+) -> tuple[testing.State, testing.Relation]:
+    """`state` after `small` published `labels`, and its relation (created when absent)."""
+    relation = next(
+        (
+            r
+            for r in state.relations
+            if isinstance(r, testing.Relation) and r.endpoint == CONFIGURATOR_ENDPOINT
+        ),
+        testing.Relation(CONFIGURATOR_ENDPOINT, remote_app_name="small"),
+    )
+    changed = dataclasses.replace(relation, remote_app_data=small_databag(labels, state))
+    others = {r for r in state.relations if r.endpoint != CONFIGURATOR_ENDPOINT}
+    return dataclasses.replace(state, relations=others | {changed}), changed
