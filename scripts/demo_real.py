@@ -113,6 +113,11 @@ class RealDemo:
     def hook(self, event: object) -> None:
         """Run one hook; print the status and GARM's scale sets when they changed."""
         self.state = self.ctx.run(event, self.state)  # pyright: ignore[reportArgumentType]
+        name = str(getattr(event, "name", "hook")).replace("_", "-")
+        self.show(name.removeprefix("garm-configurator-"))
+
+    def show(self, source: str) -> None:
+        """Print the unit's status and GARM's scale sets now, when they changed."""
         status = self.state.unit_status
         try:
             rows = [str(row) for row in self.rows()]
@@ -121,9 +126,7 @@ class RealDemo:
         view = "\n".join([f"juju status: {status.name} {status.message}".rstrip(), *rows])
         if view != self.shown:
             elapsed = time.monotonic() - self.start
-            name = str(getattr(event, "name", "hook")).replace("_", "-")
-            name = name.removeprefix("garm-configurator-")
-            print(f" t+{elapsed:3.0f}s {name:<16} {view.splitlines()[0]}")
+            print(f" t+{elapsed:3.0f}s {source:<16} {view.splitlines()[0]}")
             for row in view.splitlines()[1:]:
                 print(f"        {row}")
             self.shown = view
@@ -139,6 +142,7 @@ class RealDemo:
             self.hook(self.ctx.on.update_status())
             try:
                 if check():
+                    self.show("(GARM)")  # what GARM shows now, which the check just saw
                     return
             except GarmUnreachable:
                 pass
