@@ -110,7 +110,8 @@ class CharmConfig(BaseModel):
 
     @field_validator("drain_timeout", "handover_timeout", mode="before")
     @classmethod
-    def _check_drain_timeout(cls, value: Any) -> Any:
+    def _check_up_to_a_week(cls, value: Any) -> Any:
+        # A drain or a wait for capacity longer than a week never ends in practice.
         return parse_duration(value, MAX_DRAIN_TIMEOUT) if isinstance(value, str) else value
 
     @field_validator("handover_grace", mode="before")
