@@ -896,11 +896,15 @@ def fetch_secrets(
     private_key = _read_secret(
         model, data.github_app.private_key_secret_id, GITHUB_APP_PRIVATE_KEY_KEY, publisher
     )
+    # Each problem names the databag field whose secret holds the bad value.
     try:
         check_password(password)
+    except ValueError as error:
+        raise SecretUnavailableError(f"{OPENSTACK_KEY}.password_secret_id: {error}") from None
+    try:
         private_key = check_private_key_pem(private_key)
     except ValueError as error:
-        raise SecretUnavailableError(str(error)) from None
+        raise SecretUnavailableError(f"{GITHUB_APP_KEY}.private_key_secret_id: {error}") from None
     return ConfiguratorSecrets(openstack_password=password, github_app_private_key=private_key)
 
 
