@@ -278,9 +278,86 @@ def test_bad_relation_field_blocks_and_spares_the_other_configurator(
 
     out = ctx.run(ctx.on.relation_changed(small), state)
 
+    _assert_only_large_changed(out, row, small.id, serving, sim, workload)
+
+
+SECRET_CONTENT_ROWS = (
+    Bad(interface.OPENSTACK_PASSWORD_KEY, "", ("openstack.password_secret_id", "1-4096 char")),
+    Bad(interface.OPENSTACK_PASSWORD_KEY, MISSING, ("has no key 'password'",)),
+    Bad(interface.GITHUB_APP_PRIVATE_KEY_KEY, "garbage", ("private_key_secret_id: must be",)),
+    Bad(interface.GITHUB_APP_PRIVATE_KEY_KEY, MISSING, ("has no key 'private-key'",)),
+    Bad(interface.PUBLISHER_KEY, MISSING, ("does not name small: refused",)),
+    Bad(interface.PUBLISHER_KEY, "large", ("does not name small: refused",)),
+)
+
+
+def test_every_secret_content_key_has_a_row():
+    """Arrange: the content keys the interface reads. Act: compare with the table.
+
+    Assert: each key has at least one bad value below, and the table names no other.
+    """
+    keys = {
+        interface.OPENSTACK_PASSWORD_KEY,
+        interface.GITHUB_APP_PRIVATE_KEY_KEY,
+        interface.PUBLISHER_KEY,
+    }
+
+    assert {row.name for row in SECRET_CONTENT_ROWS} == keys
+
+
+@pytest.mark.parametrize("row", SECRET_CONTENT_ROWS, ids=str)
+def test_bad_secret_content_blocks_and_spares_the_other_configurator(
+    row: Bad, serving: Serving, sim: GarmSim, workload: RecordingWorkload
+):
+    """Arrange: the leader serves `small` and `large`; `large` raises its max-runners to 5.
+
+    Act: `small` puts the bad value into one of its secrets (the App key's for `private-key`,
+    else the password's); secret-changed.
+    Assert: as for a bad relation field: Blocked naming the relation and the secret's field,
+    `small`'s scale set as it was, only `large`'s update written.
+    """
+    ctx, before = serving.ctx, serving.state
+    holder = (
+        interface.GITHUB_APP_PRIVATE_KEY_KEY
+        if row.name == interface.GITHUB_APP_PRIVATE_KEY_KEY
+        else interface.OPENSTACK_PASSWORD_KEY
+    )
+    secret = next(
+        s
+        for s in before.secrets
+        if s.tracked_content.get("app") == "small" and holder in s.tracked_content
+    )
+    content = {k: v for k, v in secret.tracked_content.items() if k != row.name}
+    if row.value is not MISSING:
+        content[row.name] = row.value
+    changed = dataclasses.replace(secret, tracked_content=content, latest_content=content)
+    relations = {relation.remote_app_name: relation for relation in _configurators(before)}
+    large_data = dict(relations["large"].remote_app_data)
+    large_data["scaleset"] = _changed(large_data["scaleset"], "max_runners", 5)
+    large = dataclasses.replace(relations["large"], remote_app_data=large_data)
+    state = dataclasses.replace(
+        before,
+        relations={relations["small"], large},
+        secrets={*(s for s in before.secrets if s.id != secret.id), changed},
+    )
+
+    out = ctx.run(ctx.on.secret_changed(changed), state)
+
+    _assert_only_large_changed(out, row, relations["small"].id, serving, sim, workload)
+
+
+def _assert_only_large_changed(
+    out: testing.State,
+    row: Bad,
+    small_id: int,
+    serving: Serving,
+    sim: GarmSim,
+    workload: RecordingWorkload,
+) -> None:
+    """Blocked naming `small`'s relation and the row's words; in GARM only `large` changed."""
     assert isinstance(out.unit_status, ops.BlockedStatus)
     message = out.unit_status.message
-    assert message.startswith(f"relation garm-configurator:{small.id} (small): "), message
+    assert message.startswith(f"relation garm-configurator:{small_id} (small): "), message
     assert all(word in message for word in row.words), message
     assert len(message) <= 120
     after = _garm_objects(sim)
