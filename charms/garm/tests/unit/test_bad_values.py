@@ -20,6 +20,7 @@ import ops
 import pytest
 import yaml
 from configurator_publication import pkcs1_app_key, published_databag
+from database_publication import database_relation
 from ops import testing
 from test_charm_configurators import OPENSTACK_PASSWORD, garm_secrets
 from workload_double import RecordingWorkload
@@ -35,11 +36,12 @@ APPS = ("small", "large")
 
 @dataclasses.dataclass(frozen=True)
 class Bad:
-    """One row: an option or field, a bad value for it, and words the status must hold."""
+    """One row: an option or field, a bad value for it, words the status must hold, its kind."""
 
     name: str
     value: Any
     words: tuple[str, ...]
+    status: type[ops.StatusBase] = ops.BlockedStatus
 
     def __str__(self) -> str:
         """The test id: the name and the start of the value."""
@@ -416,6 +418,143 @@ def _changed(raw: str, path: str, value: Any) -> str:
     else:
         target[leaf] = value
     return json.dumps(document)
+
+
+# database relation fields ------------------------------------------------------------------
+
+CA = "-----BEGIN CERTIFICATE-----\nMIIBdummyCA\n-----END CERTIFICATE-----"
+WAITING = "waiting for the database relation to share credentials"
+DATABASE_ROWS = (
+    Bad("version", "v9", ("database: the provider's version is malformed",)),
+    Bad("requests", "not json", ("database: the provider's requests is malformed",)),
+    Bad("resource", "other", (WAITING,), ops.WaitingStatus),
+    Bad("endpoints", "10.0.0.5:99999", ("database: the endpoint's port is not 1-65535",)),
+    Bad("endpoints", MISSING, (WAITING,), ops.WaitingStatus),
+    # The library keeps reading the secrets it was granted before (by its own label): GARM
+    # runs on as it was, which is all a bad value may do.
+    Bad("secret-user", NOT_GRANTED, ("",), ops.ActiveStatus),
+    Bad("username", MISSING, (WAITING,), ops.WaitingStatus),
+    Bad("password", MISSING, (WAITING,), ops.WaitingStatus),
+    Bad("secret-tls", NOT_GRANTED, ("",), ops.ActiveStatus),
+    # The library resolves the secret's content into the answer, so pydantic places it there.
+    Bad("tls", "maybe", ("database: the provider's requests.0 is malformed",)),
+    Bad("tls-ca", "not a certificate", ("database: the provider's tls-ca is not a PEM",)),
+)
+# What the provider may publish that garm never reads, so no value of it can be bad for garm.
+DATABASE_UNREAD = {
+    "request-id": "the library matches the answer to the request with it",
+    "salt": "the library's own",
+    "read-only-endpoints": "GARM writes; it has no use for replicas",
+    "uris": "garm builds its connection from endpoints and the user secret",
+    "read-only-uris": "as read-only-endpoints",
+    "secret-extra": "nothing garm needs is in it",
+    "secret-entity": "garm asks for no entity (role)",
+    "entity-name": "in secret-entity",
+    "entity-password": "in secret-entity",
+}
+
+
+def test_every_database_field_has_a_row():
+    """Arrange: the provider model's fields (by their databag names) and `requests`.
+
+    Act: compare with the table and the fields garm does not read.
+    Assert: each field has a row or a reason it is not read, never both.
+    """
+    from dpcharmlibs.interfaces import ResourceProviderModel  # noqa: PLC0415 - as database.py
+
+    published = {f.alias or n for n, f in ResourceProviderModel.model_fields.items()}
+    rows = {row.name for row in DATABASE_ROWS}
+
+    assert rows | set(DATABASE_UNREAD) == published | {"requests"}
+    assert not rows & set(DATABASE_UNREAD)
+
+
+@pytest.fixture
+def on_postgres(serving: Serving, sim: GarmSim) -> Serving:
+    """`serving`, with GARM moved onto a related PostgreSQL (with TLS) while it held nothing.
+
+    The move happens before the scale sets exist, as GARM cannot carry data across backends.
+    """
+    user = testing.Secret(tracked_content={"username": "relation_7", "password": "pg-password"})
+    tls = testing.Secret(tracked_content={"tls": "true", "tls-ca": CA})
+    relation = database_relation(user, endpoints="db.example.com:5432")
+    (response,) = json.loads(relation.remote_app_data["requests"])
+    response["secret-tls"] = tls.id
+    relation = dataclasses.replace(
+        relation, remote_app_data={**relation.remote_app_data, "requests": json.dumps([response])}
+    )
+    state = dataclasses.replace(
+        serving.state,
+        relations={*serving.state.relations, relation},
+        secrets={*serving.state.secrets, user, tls},
+    )
+    return dataclasses.replace(serving, state=state)
+
+
+@pytest.mark.parametrize("row", DATABASE_ROWS, ids=str)
+def test_bad_database_field_keeps_garm_as_it_runs(
+    row: Bad, on_postgres: Serving, sim: GarmSim, workload: RecordingWorkload
+):
+    """Arrange: GARM runs on PostgreSQL with TLS, serving `small` and `large`.
+
+    Act: the provider publishes the bad value; relation-changed.
+    Assert: Blocked (an unusable value) or Waiting (not published for garm yet) naming the
+    database relation and what is wrong, within 120 characters (or, for a secret the library
+    no longer follows, Active as before); GARM's files as they were, no restart or stop, no
+    write to GARM.
+    """
+    ctx = on_postgres.ctx
+    running = ctx.run(ctx.on.update_status(), on_postgres.state)
+    assert running.unit_status == ops.ActiveStatus(), running.unit_status
+    assert workload.applied[-1].postgres is not None
+    rendered, restarts, calls = workload.applied[-1], workload.restarts, len(workload.calls)
+    sim.reset_log()
+    state, relation = _with_bad_database_value(running, row)
+
+    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
+
+    message = out.unit_status.message
+    assert isinstance(out.unit_status, row.status)
+    assert all(word in message for word in row.words), message
+    assert len(message) <= 120
+    assert sim.write_count() == 0
+    assert _garm_objects(sim) == on_postgres.garm
+    assert workload.applied[-1] == rendered
+    assert workload.restarts == restarts
+    assert not {"stop", "remove"} & set(workload.calls[calls:])
+    assert workload.running
+
+
+def _with_bad_database_value(
+    state: testing.State, row: Bad
+) -> tuple[testing.State, testing.Relation]:
+    """`state` with the row's value in the provider's answer, its databag or its secrets."""
+    relation = next(r for r in state.relations if r.endpoint == "database")
+    assert isinstance(relation, testing.Relation)
+    data = dict(relation.remote_app_data)
+    (response,) = json.loads(data["requests"])
+    secrets = {s.id: s for s in state.secrets}
+    holders = {"username": "secret-user", "password": "secret-user", "tls": "secret-tls"}
+    holders["tls-ca"] = "secret-tls"
+    if row.name in holders:
+        secret = secrets[response[holders[row.name]]]
+        content = {k: v for k, v in secret.tracked_content.items() if k != row.name}
+        if row.value is not MISSING:
+            content[row.name] = row.value
+        secrets[secret.id] = dataclasses.replace(
+            secret, tracked_content=content, latest_content=content
+        )
+    elif row.name in ("version", "requests"):
+        data[row.name] = row.value
+    elif row.value is MISSING:
+        del response[row.name]
+    else:
+        response[row.name] = row.value
+    if row.name != "requests":
+        data["requests"] = json.dumps([response])
+    changed = dataclasses.replace(relation, remote_app_data=data)
+    relations = {r for r in state.relations if r.endpoint != "database"} | {changed}
+    return dataclasses.replace(state, relations=relations, secrets=set(secrets.values())), changed
 
 
 # Helpers -----------------------------------------------------------------------------------
