@@ -26,6 +26,7 @@ from test_charm_configurators import OPENSTACK_PASSWORD, garm_secrets
 from workload_double import RecordingWorkload
 
 import charm
+import debug_ssh
 from charms.garm_configurator.v0 import garm_configurator as interface
 from garm_bootstrap import ADMIN_LABEL
 from garm_sim import GarmSim
@@ -555,6 +556,71 @@ def _with_bad_database_value(
     changed = dataclasses.replace(relation, remote_app_data=data)
     relations = {r for r in state.relations if r.endpoint != "database"} | {changed}
     return dataclasses.replace(state, relations=relations, secrets=set(secrets.values())), changed
+
+
+# debug-ssh relation fields -----------------------------------------------------------------
+
+RSA_FINGERPRINT = "SHA256:" + "R" * 43
+ED25519_FINGERPRINT = "SHA256:" + "E" * 43
+RELAY = {
+    "host": "10.1.2.3",
+    "port": "10022",
+    "rsa_fingerprint": RSA_FINGERPRINT,
+    "ed25519_fingerprint": ED25519_FINGERPRINT,
+}
+DEBUG_SSH_ROWS = (
+    Bad("host", "-relay", ("host",)),
+    Bad("host", MISSING, ("host",)),
+    Bad("port", "99999", ("port",)),
+    Bad("port", "22 ", ("port",)),
+    Bad("rsa_fingerprint", "MD5:aa:bb", ("rsa_fingerprint",)),
+    Bad("ed25519_fingerprint", MISSING, ("ed25519_fingerprint",)),
+)
+
+
+def test_every_debug_ssh_field_has_a_row():
+    """Arrange: the relay's fields as garm reads them. Act: compare with the table.
+
+    Assert: each field has at least one bad value below, and the table names no other.
+    """
+    fields = {field.name for field in dataclasses.fields(debug_ssh.DebugSsh)}
+
+    assert {row.name for row in DEBUG_SSH_ROWS} == fields == set(RELAY)
+
+
+@pytest.mark.parametrize("row", DEBUG_SSH_ROWS, ids=str)
+def test_bad_debug_ssh_field_is_logged_and_changes_nothing(
+    row: Bad, serving: Serving, sim: GarmSim, workload: RecordingWorkload
+):
+    """Arrange: the leader serves `small` and `large` with a valid relay on debug-ssh.
+
+    Act: the relay's unit publishes the bad value; relation-changed.
+    Assert: a warning names the relation, the unit and the field; the status is as before;
+    no write reached GARM (the runners keep the relay they had).
+    """
+    ctx = serving.ctx
+    relay = testing.Relation("debug-ssh", remote_units_data={0: dict(RELAY)})
+    state = dataclasses.replace(serving.state, relations={*serving.state.relations, relay})
+    with_relay = ctx.run(ctx.on.relation_changed(relay, remote_unit=0), state)
+    sim.clock.advance(1.1)
+    with_relay = ctx.run(ctx.on.update_status(), with_relay)
+    before = _garm_objects(sim)
+    sim.reset_log()
+    data = {k: v for k, v in RELAY.items() if k != row.name}
+    if row.value is not MISSING:
+        data[row.name] = row.value
+    bad = dataclasses.replace(relay, remote_units_data={0: data})
+    state = dataclasses.replace(
+        with_relay, relations={*(r for r in with_relay.relations if r.id != relay.id), bad}
+    )
+
+    out = ctx.run(ctx.on.relation_changed(bad, remote_unit=0), state)
+
+    assert out.unit_status == with_relay.unit_status
+    warnings = [log.message for log in ctx.juju_log if log.level == "WARNING"]
+    assert any("debug-ssh" in w and all(word in w for word in row.words) for w in warnings)
+    assert sim.write_count() == 0
+    assert _garm_objects(sim) == before
 
 
 # Helpers -----------------------------------------------------------------------------------
