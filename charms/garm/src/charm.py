@@ -111,7 +111,8 @@ class GarmCharm(ops.CharmBase):
     """Machine charm that installs, bootstraps and drives GARM."""
 
     on = GarmCharmEvents()
-    # The last valid debug-ssh relay, kept while its units publish only invalid ones.
+    # The last valid debug-ssh relay, kept while its units publish only invalid ones: the one
+    # thing not derived afresh each hook (docs/adr/0014-bad-input-changes-nothing.md).
     _stored = ops.StoredState()
 
     def __init__(self, framework: ops.Framework) -> None:
