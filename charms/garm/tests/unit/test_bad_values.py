@@ -20,6 +20,7 @@ import ops
 import pytest
 import yaml
 from configurator_publication import pkcs1_app_key, published_databag
+from conftest import TickMachine
 from database_publication import database_relation
 from ops import testing
 from test_charm_configurators import OPENSTACK_PASSWORD, garm_secrets
@@ -149,17 +150,22 @@ def test_every_config_option_has_a_row():
 
 @pytest.mark.parametrize("row", CONFIG_ROWS, ids=str)
 def test_bad_config_blocks_and_changes_nothing(
-    row: Bad, serving: Serving, sim: GarmSim, workload: RecordingWorkload
+    row: Bad,
+    serving: Serving,
+    sim: GarmSim,
+    workload: RecordingWorkload,
+    tick_machine: TickMachine,
 ):
     """Arrange: the leader serves `small` and `large`. Act: the bad value, config-changed.
 
     Then update-status.
     Assert: Blocked naming the option and its rule after each hook, within 120 characters;
     no write reached GARM and its objects are as they were; the workload was not applied,
-    stopped or reinstalled.
+    stopped or reinstalled; the reconcile tick's timer was left alone.
     """
     ctx, before = serving.ctx, serving.state
     bad = dataclasses.replace(before, config={**before.config, row.name: row.value})
+    timer = len(tick_machine.systemctl.calls())
 
     changed = ctx.run(ctx.on.config_changed(), bad)
     ticked = ctx.run(ctx.on.update_status(), changed)
@@ -175,11 +181,20 @@ def test_bad_config_blocks_and_changes_nothing(
     assert len(workload.applied) == serving.applied
     assert workload.calls[serving.calls :] == []
     assert workload.running
+    assert len(tick_machine.systemctl.calls()) == timer
 
 
 # garm-configurator relation fields ---------------------------------------------------------
 
-MISSING = object()  # the field is taken out of its JSON object
+class _Missing:
+    """The field is taken out of where it is published."""
+
+    def __repr__(self) -> str:
+        """A stable test id."""
+        return "MISSING"
+
+
+MISSING = _Missing()
 SECTIONS = {
     interface.SCALESET_KEY: interface.ScaleSet,
     interface.OPENSTACK_KEY: interface.OpenStackProvider,
