@@ -3,8 +3,10 @@
 Each table is checked against where the names come from (charmcraft.yaml, the relation
 interface's models), so a new option or field fails here until it has a row. The unit already
 runs GARM (the simulator, over HTTP) with the scale sets of two configurators, `small` and
-`large`; a bad value must block naming the option or field, stay within 120 characters, and
-change nothing GARM holds nor anything the workload runs.
+`large`. A bad value must block naming the option or the relation and field within 120
+characters (wait, for a database field not published for garm yet; only log, for the optional
+debug-ssh relay), and change nothing GARM holds nor anything the workload runs; a bad
+configurator leaves the other one reconciled (docs/adr/0014-bad-input-changes-nothing.md).
 """
 
 from __future__ import annotations
