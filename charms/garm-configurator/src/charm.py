@@ -19,6 +19,8 @@ from juju_secrets import read_user_secret, secret_id, sync_app_secret
 logger = logging.getLogger(__name__)
 
 RELATION = "garm-configurator"
+# What `juju status` shows of a status message; a longer first problem is cut (and logged whole).
+STATUS_LIMIT = 120
 PASSWORD_SECRET_LABEL = "openstack-password"  # noqa: S105  (a label, not a password)
 PRIVATE_KEY_SECRET_LABEL = "github-app-private-key"  # noqa: S105  (a label)
 
@@ -112,7 +114,9 @@ class GarmConfiguratorCharm(ops.CharmBase):
             logger.error("invalid configuration, nothing (re)published: %s", error)
             more = len(error.problems) - 1
             suffix = f" (+{more} more in juju debug-log)" if more else ""
-            return ops.BlockedStatus(f"{error.problems[0]}{suffix}")
+            return ops.BlockedStatus(
+                _cut(str(error.problems[0]), STATUS_LIMIT - len(suffix)) + suffix
+            )
         self._config = config
         image = config.image_override or image_from_relation(self.model)
         if image is None:
@@ -153,6 +157,11 @@ class GarmConfiguratorCharm(ops.CharmBase):
                 logger.info(
                     "published scale set '%s' on relation %d", data.scaleset.name, relation.id
                 )
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` within `limit` characters; the log above has it in full."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 if __name__ == "__main__":  # pragma: nocover

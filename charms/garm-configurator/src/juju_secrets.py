@@ -29,15 +29,14 @@ def read_user_secret(model: ops.Model, secret_id: str, key: str) -> str:
     try:
         content = model.get_secret(id=secret_id).get_content(refresh=True)
     except (ops.SecretNotFoundError, ops.ModelError):
+        # The id once, in the command: twice would push the fix past a status's 120 characters.
         raise SecretReadError(
-            f"names secret {secret_id}, which this application cannot read: check that it "
-            f"exists and run juju grant-secret {secret_id} {app}"
+            f"cannot read its secret: juju grant-secret {secret_id} {app}"
         ) from None
     value = content.get(key)
     if value is None:
         raise SecretReadError(
-            f"names secret {secret_id}, which has no key '{key}': "
-            f"juju update-secret {secret_id} {key}=..."
+            f"has a secret without '{key}': juju update-secret {secret_id} {key}=..."
         )
     return value
 

@@ -32,7 +32,7 @@ from charm_state import (
 from configurator_state import DesiredState, read_configurators
 from credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from database import Database, DatabaseState, DatabaseStatus
-from debug_ssh import read_debug_ssh
+from debug_ssh import DebugSsh, read_debug_ssh
 from garm_api import (
     GarmApiError,
     GarmClient,
@@ -111,9 +111,13 @@ class GarmCharm(ops.CharmBase):
     """Machine charm that installs, bootstraps and drives GARM."""
 
     on = GarmCharmEvents()
+    # The last valid debug-ssh relay, kept while its units publish only invalid ones: the one
+    # thing not derived afresh each hook (docs/adr/0014-bad-input-changes-nothing.md).
+    _stored = ops.StoredState()
 
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
+        self._stored.set_default(debug_ssh={})
         self._workload = Workload()
         self._tick = ReconcileTick()
         self._secrets = JujuSecretStore(self.model)
@@ -317,10 +321,15 @@ class GarmCharm(ops.CharmBase):
 
     def _desired(self) -> DesiredState:
         """What the configurators ask for, with the debug-ssh relay for every scale set."""
-        relay = read_debug_ssh(self.model.relations[debug_ssh.RELATION])
+        relay = read_debug_ssh(self.model.relations[debug_ssh.RELATION], self._last_relay())
+        self._stored.debug_ssh = dataclasses.asdict(relay) if relay is not None else {}
         debug_env = tuple(relay.env_entries().items()) if relay is not None else ()
         relations = self.model.relations[CONFIGURATOR_RELATION]
         return read_configurators(self.model, relations, debug_env)
+
+    def _last_relay(self) -> DebugSsh | None:
+        last = dict(self._stored.debug_ssh)
+        return DebugSsh(**last) if last else None
 
     def _garm_config(
         self,

@@ -84,14 +84,11 @@ def read_configurators(
         except interface.NotPublishedError:
             waiting.append(app_name)
             continue
-        except interface.UntrustedSecretError as error:
-            # Never retried into use: only the configurator publishing its own secret fixes it.
+        except interface.ConfiguratorDataError as error:
+            # Named like `juju status --relations` shows it: the operator fixes that configurator
+            # or removes that relation. An untrusted secret is never retried into use.
             logger.warning("garm-configurator %s: %s", app_name, error)
             problems.append(f"relation {relation.name}:{relation.id} ({app_name}): {error}")
-            continue
-        except interface.ConfiguratorDataError as error:
-            logger.warning("garm-configurator %s: %s", app_name, error)
-            problems.append(f"{app_name}: {error}")
             continue
         spec, provider, binding = desired_from(app_name, data, secrets, debug_env)
         specs.append(spec)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import ops
+from pydantic import ValidationError
 
 from workload import PostgresConfig
 
@@ -37,6 +38,11 @@ MAX_HOST_LENGTH: Final = 253
 # DNS labels (RFC 1123), dot-separated; IPv4 literals match too.
 _HOST_NAME: Final = re.compile(
     r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*"
+)
+
+# One or more PEM certificates (a chain), nothing else.
+_PEM_CERTIFICATE: Final = re.compile(
+    r"(?:-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]+\n-----END CERTIFICATE-----\s*)+"
 )
 
 
@@ -91,6 +97,9 @@ class Database(ops.Object):
             return DatabaseState(DatabaseStatus.ABSENT)
         try:
             contract = self.requirer.interface.build_model(relation.id, component=relation.app)
+        except ValidationError as error:
+            # Published, but not in the shape of the contract: waiting would never end.
+            return DatabaseState(DatabaseStatus.INVALID, problem=_described(error))
         except (ValueError, ops.ModelError) as error:
             logger.warning("database relation data is not usable yet: %s", type(error).__name__)
             return DatabaseState(DatabaseStatus.PENDING)
@@ -113,12 +122,39 @@ def _requirer(
         ResourceRequirerEventHandler,
     )
 
-    return ResourceRequirerEventHandler(
+    class Requirer(ResourceRequirerEventHandler[ResourceProviderModel]):
+        """The library's requirer, whose handlers log a malformed answer instead of raising.
+
+        Its handlers validate the provider's databag and raise on anything malformed, which
+        would fail every hook of the relation; `Database.state` reports it as a status instead.
+        """
+
+        def _on_relation_changed_event(self, event: ops.RelationChangedEvent) -> None:
+            try:
+                super()._on_relation_changed_event(event)
+            except ValueError as error:
+                logger.warning("database relation: %s; not acted on", _described(error))
+
+        def _on_secret_changed_event(self, event: ops.SecretChangedEvent) -> None:
+            try:
+                super()._on_secret_changed_event(event)
+            except ValueError as error:
+                logger.warning("database relation: %s; not acted on", _described(error))
+
+    return Requirer(
         charm,
         relation_name,
         [RequirerCommonModel(resource=DATABASE_NAME)],
         response_model=ResourceProviderModel,
     )
+
+
+def _described(error: ValueError) -> str:
+    """What is wrong, by field and never by value (a secret may be among them)."""
+    if isinstance(error, ValidationError):
+        fields = [".".join(str(part) for part in item["loc"]) for item in error.errors()]
+        return f"the provider's {', '.join(fields[:3]) or 'data'} is malformed"
+    return "the provider's answer matches no request of garm"
 
 
 def _postgres_config(response: ResourceProviderModel) -> PostgresConfig | None:
@@ -136,6 +172,9 @@ def _postgres_config(response: ResourceProviderModel) -> PostgresConfig | None:
         return None
     host, port = parse_endpoint(endpoints.split(",")[0])
     ca_cert = str(response.tls_ca or "").strip() if _is_true(response.tls) else ""
+    if ca_cert and not _PEM_CERTIFICATE.fullmatch(ca_cert):
+        # GARM would only fail to connect, long after this hook, with sslmode verify-full.
+        raise InvalidDatabaseError("the provider's tls-ca is not a PEM certificate")
     return PostgresConfig(
         hostname=host,
         port=port,

@@ -427,7 +427,8 @@ def test_pkcs8_key_blocks_with_the_conversion_command(
 ):
     """Arrange: the App key secret holds a PKCS#8 key. Act: config-changed.
 
-    Assert: blocked naming the option and the openssl conversion; the key is nowhere.
+    Assert: blocked naming the option and PKCS#8 within 120 characters; the log has the
+    openssl conversion; the key is nowhere.
     """
     secrets = [
         testing.Secret({"password": OPENSTACK_PASSWORD}, id=PASSWORD_SECRET_ID),
@@ -439,7 +440,10 @@ def test_pkcs8_key_blocks_with_the_conversion_command(
 
     assert isinstance(state.unit_status, ops.BlockedStatus)
     assert state.unit_status.message.startswith("config 'github-app-private-key' names secret")
-    assert "openssl pkcs8 -in key.pem -traditional -nocrypt" in state.unit_status.message
+    assert "PKCS#8" in state.unit_status.message
+    assert len(state.unit_status.message) <= 120
+    errors = [line.message for line in ctx.juju_log if line.level == "ERROR"]
+    assert "openssl pkcs8 -in key.pem -traditional -nocrypt" in errors[0]
     assert not state.get_relation(garm.id).local_app_data
     assert pkcs8_pem.splitlines()[1] not in _everything_visible(ctx, state)
 
@@ -458,9 +462,8 @@ def test_ungranted_secret_blocks_with_the_grant_command(
     state = ctx.run(ctx.on.config_changed(), _state(valid_config, secrets, []))
 
     assert state.unit_status == ops.BlockedStatus(
-        f"config 'openstack-password' names secret {PASSWORD_SECRET_ID}, which this application "
-        f"cannot read: check that it exists and run juju grant-secret {PASSWORD_SECRET_ID} "
-        "garm-configurator"
+        "config 'openstack-password' cannot read its secret: "
+        f"juju grant-secret {PASSWORD_SECRET_ID} garm-configurator"
     )
 
 

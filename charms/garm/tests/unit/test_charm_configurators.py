@@ -256,7 +256,7 @@ def test_invalid_publication_blocks_naming_the_application(
     )
 
     assert isinstance(out.unit_status, ops.BlockedStatus)
-    assert out.unit_status.message.startswith("small: ")
+    assert out.unit_status.message.startswith(f"relation garm-configurator:{bad.id} (small): ")
     assert sim.state.scalesets == {}
 
 

@@ -74,7 +74,7 @@ LIBAPI = 0
 
 # Increment this PATCH version before using `charmcraft publish-lib` or reset
 # to 0 if you are raising the major API version
-LIBPATCH = 2
+LIBPATCH = 3
 
 PYDEPS = ["pydantic>=2,<3"]
 
@@ -815,8 +815,9 @@ def parse_app_data(databag: Mapping[str, str]) -> GarmConfiguratorData:
     if version not in SUPPORTED_VERSIONS:
         shown = version[:16] + ("..." if len(version) > 16 else "")
         raise UnsupportedVersionError(
-            f"unsupported version {shown!r}; this garm_configurator library reads "
-            f"version {', '.join(sorted(SUPPORTED_VERSIONS))}: upgrade the charm that reads it"
+            # Short: the garm charm's status prefixes the relation and must keep the fix.
+            f"unsupported version {shown!r} (reads {', '.join(sorted(SUPPORTED_VERSIONS))}): "
+            "upgrade the garm charm"
         )
     problems: list[str] = []
     scaleset = _parse_section(databag, SCALESET_KEY, ScaleSet, problems)
@@ -895,11 +896,15 @@ def fetch_secrets(
     private_key = _read_secret(
         model, data.github_app.private_key_secret_id, GITHUB_APP_PRIVATE_KEY_KEY, publisher
     )
+    # Each problem names the databag field whose secret holds the bad value.
     try:
         check_password(password)
+    except ValueError as error:
+        raise SecretUnavailableError(f"{OPENSTACK_KEY}.password_secret_id: {error}") from None
+    try:
         private_key = check_private_key_pem(private_key)
     except ValueError as error:
-        raise SecretUnavailableError(str(error)) from None
+        raise SecretUnavailableError(f"{GITHUB_APP_KEY}.private_key_secret_id: {error}") from None
     return ConfiguratorSecrets(openstack_password=password, github_app_private_key=private_key)
 
 
