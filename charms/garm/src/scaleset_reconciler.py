@@ -185,17 +185,16 @@ def preview(
     settings: ReconcileSettings | None = None,
     sweep_orphans: bool,
 ) -> ReconcileReport:
-    """Plan a pass without executing it: what `reconcile` would do now, with runner counts.
+    """Plan a pass without executing it: what `reconcile` would do now.
 
-    It only reads (it always lists instances, so every predecessor's runners are counted); the
-    list-scalesets action shows it to the operator.
+    It reads what the plan needs, as `reconcile` does, and writes nothing; the list-scalesets
+    action shows it to the operator (and lists every scale set's runners itself).
     """
     settings = settings or ReconcileSettings()
     prepared = prepare(specs, settings)
     listed = api.list_scalesets()
     grouping = group(prepared, listed)
-    wanted = needs(prepared, grouping, sweep_orphans=sweep_orphans)
-    observed = _observe(api, dataclasses.replace(wanted, instances=True))
+    observed = _observe(api, needs(prepared, grouping, sweep_orphans=sweep_orphans))
     report = plan(
         prepared, grouping, observed, now=now, settings=settings, sweep_orphans=sweep_orphans
     ).report
