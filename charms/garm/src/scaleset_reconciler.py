@@ -123,8 +123,8 @@ class ScalesetApi(Protocol):
         """Ask GARM to delete a scale set."""
         ...
 
-    def delete_instance(self, name: str, *, force: bool = True) -> None:
-        """Remove a runner."""
+    def delete_instance(self, name: str, *, force: bool) -> None:
+        """Remove a runner; the reconciler always says whether to force it (no default)."""
         ...
 
 
@@ -485,7 +485,7 @@ class _CountingApi:
         self.writes += 1
         self._api.delete_scaleset(scaleset_id)
 
-    def delete_instance(self, name: str, *, force: bool = True) -> None:
+    def delete_instance(self, name: str, *, force: bool) -> None:
         self.requests += 1
         self.writes += 1
         self._api.delete_instance(name, force=force)
