@@ -403,7 +403,7 @@ class _Executor:
 
 
 def _still_at_github(error: GarmApiError) -> bool:
-    """Whether a create failed because GitHub already has a scale set of that name."""
+    """Whether a create failed as GitHub holds that name already (garm-behaviour B25)."""
     text = f"{error.error} {error.details}".lower()
     return error.status in (400, 409) and "already exists" in text
 

@@ -436,7 +436,7 @@ def test_naming_a_missing_template_later_is_an_error_and_changes_nothing():
 
 
 class GithubAnswers400(MemoryGarm):
-    """GitHub answers 400 for a name it still holds; GARM passes its status and body through."""
+    """GitHub answers 400 for a name it holds; GARM passes it on (garm-behaviour B25)."""
 
     def create_scaleset(self, kind: Any, entity_id: str, params: ScaleSetCreate) -> ScaleSet:
         """POST /{entity}/{id}/scalesets, a 400 with GitHub's body for a leftover name."""
