@@ -211,26 +211,21 @@ def test_each_kept_delete_is_an_error_saying_when_the_next_is_sent():
     old, _ = retired(garm)
     garm.keep_deletes = True
     texts: list[list[str]] = []
-    for wait in (1, 60, 120):
+    retries: list[datetime.datetime] = []
+    for wait, backoff in ((1, 1), (60, 2), (120, 4)):
         garm.advance(wait)
         report = run(garm, [make_spec(labels=NEW_LABELS)])
         texts.append(report.spec("small").errors)
+        retries.append(garm.now + datetime.timedelta(minutes=backoff))
         assert report.spec("small").message == report.spec("small").errors[-1]
 
-    last = garm.now
+    kept = f"GARM answered the delete of {old!r} but kept it"
     assert texts == [
+        [f"{kept}; the next delete at {at(retries[0])}"],
+        [f"{kept}; the next delete at {at(retries[1])}"],
         [
-            f"GARM answered the delete of {old!r} but kept it; the next delete at "
-            f"{at(last - datetime.timedelta(seconds=180) + datetime.timedelta(minutes=1))}"
-        ],
-        [
-            f"GARM answered the delete of {old!r} but kept it; the next delete at "
-            f"{at(last - datetime.timedelta(seconds=120) + datetime.timedelta(minutes=2))}"
-        ],
-        [
-            f"GARM answered the delete of {old!r} but kept it 3 times in a row: check GARM's "
-            "log (GitHub refused the delete?); the next delete at "
-            f"{at(last + datetime.timedelta(minutes=4))}"
+            f"{kept} 3 times in a row: check GARM's log (GitHub refused the delete?); "
+            f"the next delete at {at(retries[2])}"
         ],
     ]
     marker = parse_marker(garm.by_name(old).extended_state)
