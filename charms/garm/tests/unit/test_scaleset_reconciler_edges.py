@@ -35,12 +35,12 @@ NEW_LABELS = ("x64", "gpu")
 REFUSED = "HTTP 400 refused: fault injected by the test"
 
 
-def retired(garm: MemoryGarm, *others: ScalesetSpec) -> tuple[str, str]:
-    """Converge `small` (and `others`), change its labels, hand over; return (old, new)."""
-    converge(garm, [make_spec(), *others])
-    run(garm, [make_spec(labels=NEW_LABELS), *others])
+def retired(garm: MemoryGarm) -> tuple[str, str]:
+    """Converge `small`, change its labels, hand over; return (old, new) scale-set names."""
+    converge(garm, [make_spec()])
+    run(garm, [make_spec(labels=NEW_LABELS)])
     garm.advance(60)
-    run(garm, [make_spec(labels=NEW_LABELS), *others])
+    run(garm, [make_spec(labels=NEW_LABELS)])
     return live_name(make_spec()), live_name(make_spec(labels=NEW_LABELS))
 
 
