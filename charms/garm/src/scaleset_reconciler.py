@@ -123,8 +123,8 @@ class ScalesetApi(Protocol):
         """Ask GARM to delete a scale set."""
         ...
 
-    def delete_instance(self, name: str, *, force: bool = True) -> None:
-        """Remove a runner."""
+    def delete_instance(self, name: str, *, force: bool) -> None:
+        """Remove a runner; the reconciler always says whether to force it (no default)."""
         ...
 
 
@@ -185,17 +185,16 @@ def preview(
     settings: ReconcileSettings | None = None,
     sweep_orphans: bool,
 ) -> ReconcileReport:
-    """Plan a pass without executing it: what `reconcile` would do now, with runner counts.
+    """Plan a pass without executing it: what `reconcile` would do now.
 
-    It only reads (it always lists instances, so every predecessor's runners are counted); the
-    list-scalesets action shows it to the operator.
+    It reads what the plan needs, as `reconcile` does, and writes nothing; the list-scalesets
+    action shows it to the operator (and lists every scale set's runners itself).
     """
     settings = settings or ReconcileSettings()
     prepared = prepare(specs, settings)
     listed = api.list_scalesets()
     grouping = group(prepared, listed)
-    wanted = needs(prepared, grouping, sweep_orphans=sweep_orphans)
-    observed = _observe(api, dataclasses.replace(wanted, instances=True))
+    observed = _observe(api, needs(prepared, grouping, sweep_orphans=sweep_orphans))
     report = plan(
         prepared, grouping, observed, now=now, settings=settings, sweep_orphans=sweep_orphans
     ).report
@@ -404,7 +403,7 @@ class _Executor:
 
 
 def _still_at_github(error: GarmApiError) -> bool:
-    """Whether a create failed because GitHub already has a scale set of that name."""
+    """Whether a create failed as GitHub holds that name already (garm-behaviour B25)."""
     text = f"{error.error} {error.details}".lower()
     return error.status in (400, 409) and "already exists" in text
 
@@ -486,7 +485,7 @@ class _CountingApi:
         self.writes += 1
         self._api.delete_scaleset(scaleset_id)
 
-    def delete_instance(self, name: str, *, force: bool = True) -> None:
+    def delete_instance(self, name: str, *, force: bool) -> None:
         self.requests += 1
         self.writes += 1
         self._api.delete_instance(name, force=force)
