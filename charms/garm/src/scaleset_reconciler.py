@@ -253,6 +253,7 @@ def _await_removal(api: ScalesetApi, emptied: set[int], sleep: Callable[[float],
         sleep(SETTLE_STEP)
         waited += SETTLE_STEP
         if not any(instance.scale_set_id in emptied for instance in api.list_instances()):
+            logger.info("scale sets: GARM removed the runners within %.0f s", waited)
             return
     logger.info("scale sets: GARM is still removing runners; the next pass deletes their sets")
 
