@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
+from garm_api import GarmApiError
 from garm_models import EntityKind, GithubEndpoint
 from github_reconciler import GithubApp
 from scaleset_plan import BusyRunner, entity_key
@@ -72,7 +73,11 @@ class RunnerCheck:
         Raises:
             GarmUnreachable: GARM did not answer when asked for its endpoint.
         """
-        endpoint = self.endpoint()
+        try:
+            endpoint = self.endpoint()
+        except GarmApiError as error:
+            logger.warning("GitHub runners: GARM refused its endpoints: %s", error)
+            return frozenset()
         if endpoint is None or not endpoint.api_base_url:
             logger.warning("GitHub runners: GARM has no %s endpoint to ask", GITHUB_ENDPOINT)
             return frozenset()

@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from fake_github import FakeGitHub, FakeGitHubConfig
+from garm_api import GarmBadRequest, GarmUnreachable
 from garm_models import EntityKind, GithubEndpoint
 from github_reconciler import GithubApp
 from github_runners import RunnerCheck, app_jwt
@@ -208,3 +209,22 @@ def test_a_key_that_is_not_pem_names_nothing(github: FakeGitHub):
 
     assert check(f"{github.url}/api/v3/", broken)([done]) == frozenset()
     assert github.calls == []
+
+
+def test_garm_refusing_its_endpoints_names_nothing_and_an_outage_propagates(app: GithubApp):
+    """Arrange: GARM refuses the endpoint list, then does not answer. Act: ask each time.
+
+    Assert: a refusal names nothing; an outage is not swallowed (the pass stops on it).
+    """
+    runner = BusyRunner("garm-x", 5, EntityKind.REPOSITORY, REPO)
+    apps = {entity_key(EntityKind.REPOSITORY, REPO): app}
+
+    def refused() -> GithubEndpoint:
+        raise GarmBadRequest("list github endpoints", 400, "bad request", "")
+
+    def outage() -> GithubEndpoint:
+        raise GarmUnreachable("list github endpoints", "connection refused")
+
+    assert RunnerCheck(refused, apps, ProxyConfig())([runner]) == frozenset()
+    with pytest.raises(GarmUnreachable):
+        RunnerCheck(outage, apps, ProxyConfig())([runner])
