@@ -17,6 +17,7 @@ GARM printed is searched for every secret the test knows.
 from __future__ import annotations
 
 import dataclasses
+import re
 import socket
 import stat
 import time
@@ -365,6 +366,11 @@ def change_labels(walk: Walk, first: ScaleSet) -> None:
         "the old generation deleted",
     )
     assert time.monotonic() - ended < TICK_SECONDS, "deleted within a tick of its last job"
+    calls = list(walk.github.calls)
+    asked = [s for m, p, s in calls if m == "GET" and re.search(r"/actions/runners/\d+$", p)]
+    assert 404 in asked, "the charm asked GitHub, which no longer lists the runner"
+    removed = [s for m, p, s in calls if m == "DELETE" and "/agents/" in p]
+    assert 404 in removed, "GARM removed the runner although GitHub no longer had its agent"
     (current,) = walk.scalesets()
     assert current.enabled
     assert current.normalised_labels == normalise_labels(NEW_LABELS)

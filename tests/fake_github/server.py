@@ -505,10 +505,10 @@ def get_agent(
 def delete_agent(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """A12: remove an agent."""
+    """A12: remove an agent; 404 for one already gone (its job ended, or removed before)."""
     with gh.lock:
-        gh.runners.pop(int(params["agent"]), None)
-    return Answer(204)
+        removed = gh.runners.pop(int(params["agent"]), None)
+    return Answer(404, {"message": "Agent not found"}) if removed is None else Answer(204)
 
 
 def acquire_jobs(
