@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memory_garm import MemoryGarm
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
@@ -10,7 +12,7 @@ from garm_models import EntityKind, GithubEndpoint
 from github_reconciler import GithubApp
 from github_runners import RunnerCheck
 from scaleset_naming import live_name
-from scaleset_plan import entity_key
+from scaleset_plan import BusyRunner, entity_key
 from scaleset_reconciler import FinishedAtGithub, Phase, ReconcileReport, reconcile
 from workload_config import ProxyConfig
 
@@ -191,3 +193,27 @@ APP = GithubApp(app_id=1, installation_id=2, private_key_pem=b"not a key")
 def endpoint(api_base_url: str) -> GithubEndpoint:
     """GARM's github.com endpoint pointed at `api_base_url`."""
     return GithubEndpoint("github.com", "", api_base_url, api_base_url, api_base_url, b"")
+
+
+def test_only_busy_runners_of_retired_sets_are_removed_whatever_github_names():
+    """Arrange: a job on the retired set and one on the live set; GitHub names every runner.
+
+    Act: a pass. Assert: GitHub was asked about the retired set's busy runner alone; the live
+    set's busy runner is untouched; only the retired set's runner is removed.
+    """
+    garm = MemoryGarm()
+    _, new, (job,) = drain_with_jobs(garm)
+    live_job = garm.start_job_when_ready(garm.by_name(new).id)
+    live_runners = [r.name for r in garm.runners_of(new)]
+    asked: list[str] = []
+
+    def everything(busy: Sequence[BusyRunner]) -> frozenset[str]:
+        asked.extend(runner.name for runner in busy)
+        return frozenset(garm.runners)
+
+    drain(garm, everything)
+
+    assert asked == [job]
+    assert live_job in live_runners
+    assert removals(garm) == [job]
+    assert [r.name for r in garm.runners_of(new)] == live_runners
