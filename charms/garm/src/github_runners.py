@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import tempfile
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
@@ -123,7 +122,9 @@ def _entity_path(kind: EntityKind, name: str) -> str:
 @contextmanager
 def _session(endpoint: GithubEndpoint, proxy: ProxyConfig) -> Generator[_Http]:
     """A `requests` session for the endpoint: its CA bundle if it has one, the model's proxy."""
-    import requests  # noqa: PLC0415 - only a pass with busy retired runners pays for it
+    import tempfile  # noqa: PLC0415 - only a pass with busy retired runners pays for these
+
+    import requests  # noqa: PLC0415
 
     session = requests.Session()
     # The hook's own environment (proxy variables, .netrc, CA overrides) does not apply.
