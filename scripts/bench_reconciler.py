@@ -10,7 +10,9 @@
   7 h, min-idle 1), in simulated time, with a pass at the change (relation-changed) and then
   one per reconcile tick (every 60 s plus the average jitter of 3 s) or, without the tick, one
   per update-status (every 300 s): until only the new scale set remains, and how long the old
-  one outlived its last job. GARM's worker runs every 10 s of simulated time.
+  one outlived its last job. GARM's worker runs every 10 s of simulated time. Each case runs
+  twice: the charm relying on GARM alone, and the charm asking GitHub whether the retired set's
+  busy runner still exists (ADR 0015; GitHub drops it when its job ends).
 
 Prints results; exits non-zero only if a request budget is exceeded.
 """
@@ -69,10 +71,11 @@ def main() -> int:
             f"{cpu * 1000:.1f} ms CPU"
         )
         ok &= requests <= REQUEST_BUDGET and writes == 0
-    for job, seconds in JOBS.items():
-        for cadence, interval in CADENCES.items():
-            result = _changeover(job_seconds=seconds, interval=interval)
-            print(f"label change, {job:<25} {cadence:<25} {result}")
+    for asks, how in ((False, "GARM alone"), (True, "asking GitHub")):
+        for job, seconds in JOBS.items():
+            for cadence, interval in CADENCES.items():
+                result = _changeover(job_seconds=seconds, interval=interval, ask_github=asks)
+                print(f"label change, {how + ',':<14} {job:<25} {cadence:<25} {result}")
     return 0 if ok else 1
 
 
@@ -206,8 +209,11 @@ class Changeover:
         return text
 
 
-def _changeover(*, job_seconds: int, interval: int) -> Changeover:
-    """Run one label change in simulated time: a pass at the change, then one per interval."""
+def _changeover(*, job_seconds: int, interval: int, ask_github: bool) -> Changeover:
+    """Run one label change in simulated time: a pass at the change, then one per interval.
+
+    Asking GitHub, a pass that removes finished runners waits (in simulated time) for GARM.
+    """
     garm = MemoryGarm()
     before = [_spec(0, min_idle=1)]
     after = [_spec(0, ("x64", "gpu"), min_idle=1)]
@@ -219,7 +225,15 @@ def _changeover(*, job_seconds: int, interval: int) -> Changeover:
     passes = 0
     while passes < 1000:
         passes += 1
-        reconcile(garm, after, now=garm.now, settings=SETTINGS, sweep_orphans=True)
+        reconcile(
+            garm,
+            after,
+            now=garm.now,
+            settings=SETTINGS,
+            sweep_orphans=True,
+            finished_at_github=garm.ask_github() if ask_github else None,
+            sleep=garm.advance if ask_github else None,
+        )
         if old.id not in garm.rows:
             gone = garm.now
             since_job = int((gone - job_ended).total_seconds()) if job_ended else None

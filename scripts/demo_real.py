@@ -38,9 +38,10 @@ from garm_bootstrap import ADMIN_LABEL
 
 # Short enough to watch, long enough to see the replacement serve alone first.
 HANDOVER_GRACE_SECONDS = 5
-# GARM notices a finished job on a disabled scale set only within 5 minutes; a short deadline
-# keeps the story short (in production it is hours: jobs may run that long).
-DRAIN_TIMEOUT_SECONDS = 30
+# Longer than the story: the old generation must go because its job ended, not by force.
+DRAIN_TIMEOUT_SECONDS = 3600
+# The reconcile tick's period: the old generation must be gone within one of its last job.
+TICK_SECONDS = 60
 HOOK_INTERVAL_SECONDS = 2.0
 WAIT_SECONDS = 90.0
 
@@ -80,12 +81,18 @@ def story(demo: RealDemo) -> int:
     demo.settle(lambda: "draining" in demo.state.unit_status.message, "the old one drains")
     demo.phase("4. the job finishes")
     demo.github.finish_job(runner)
+    ended = time.monotonic()
     print(
         "   GitHub drops the ephemeral runner. A disabled scale set has no listener, so GARM\n"
-        "   learns of it only at its 5-minute consolidation; the drain deadline (drain-timeout\n"
-        f"   {DRAIN_TIMEOUT_SECONDS}s here) may come first, and the charm then removes the runner"
+        "   would learn of it only at its 5-minute consolidation; the charm asks GitHub about\n"
+        "   the retired set's busy runner, removes it and deletes the emptied set"
     )
     demo.settle(lambda: len(demo.scalesets()) == 1, "the old one is deleted")
+    took = time.monotonic() - ended
+    print(f"   the old generation was deleted {took:.0f}s after its last job ended")
+    if took >= TICK_SECONDS:
+        print(f"\nFAILED: not within a tick ({TICK_SECONDS}s) of the job's end")
+        return 1
     return demo.summary()
 
 

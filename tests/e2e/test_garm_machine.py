@@ -17,6 +17,7 @@ GARM printed is searched for every secret the test knows.
 from __future__ import annotations
 
 import dataclasses
+import re
 import socket
 import stat
 import time
@@ -48,6 +49,8 @@ OPENSTACK_PASSWORD = "e2e-openstack-Pa55word"
 PROVIDER = "openstack-small"
 # A real GARM answers within a second or two; runners appear about 12 s after a scale set.
 STEP_TIMEOUT = 90.0
+# The reconcile tick's period: the old generation goes within one of its last job.
+TICK_SECONDS = 60.0
 
 
 @dataclasses.dataclass
@@ -341,21 +344,53 @@ def log_at_debug(walk: Walk) -> None:
 
 
 def change_labels(walk: Walk, first: ScaleSet) -> None:
-    """A label change: replacement first, then the old one retired, drained and deleted."""
+    """A label change while a job runs on the old generation.
+
+    The replacement comes first, then the old one is retired and drains. Once the job ends
+    the charm learns it from GitHub (GARM would notice only at its 5-minute consolidation),
+    removes the runner and deletes the old generation within a tick.
+    """
+    runner = start_job(walk, first)
     walk.publish(NEW_LABELS)
 
     both = walk.scalesets()
     assert both[0].name == first.name
     assert [scaleset.enabled for scaleset in both] == [True, True], "replacement first"
     walk.update_status_until(
+        lambda: "draining 1 runner" in walk.statuses[-1], "the old generation draining"
+    )
+    walk.github.finish_job(runner)
+    ended = time.monotonic()
+    walk.update_status_until(
         lambda: first.name not in [scaleset.name for scaleset in walk.scalesets()],
         "the old generation deleted",
     )
+    assert time.monotonic() - ended < TICK_SECONDS, "deleted within a tick of its last job"
+    calls = list(walk.github.calls)
+    asked = [s for m, p, s in calls if m == "GET" and re.search(r"/actions/runners/\d+$", p)]
+    assert 404 in asked, "the charm asked GitHub, which no longer lists the runner"
+    removed = [s for m, p, s in calls if m == "DELETE" and "/agents/" in p]
+    assert 404 in removed, "GARM removed the runner although GitHub no longer had its agent"
     (current,) = walk.scalesets()
     assert current.enabled
     assert current.normalised_labels == normalise_labels(NEW_LABELS)
     assert any("labels changing" in status for status in walk.statuses)
     assert walk.machine.restarts() == 3, "a label change never restarts GARM"
+
+
+def start_job(walk: Walk, scaleset: ScaleSet) -> str:
+    """GitHub hands a job to the scale set's idle runner; wait until GARM shows it active."""
+    api = walk.client()
+    (runner,) = [i.name for i in api.list_scaleset_instances(scaleset.id)]
+    walk.github.start_job(scaleset.github_scale_set_id, runner)
+    walk.update_status_until(
+        lambda: any(
+            (i.name, i.runner_status) == (runner, "active")
+            for i in api.list_scaleset_instances(scaleset.id)
+        ),
+        "GARM sees the job",
+    )
+    return runner
 
 
 def remove_configurator(walk: Walk) -> None:

@@ -34,6 +34,9 @@ class FakeGitHubConfig:
         runner_groups: runner groups of organizations (`Default` has id 1).
         longpoll_seconds: how long an empty message-queue poll is held before 202.
         app_id: when set, a GitHub App JWT must carry this `iss` to get an installation token.
+        hidden: entity paths (`repos/owner/name`, `orgs/name`) the tokens cannot see: every
+            REST call under one answers 404, as GitHub answers for a repository an
+            installation has no access to.
     """
 
     token: str = "fake-pat-token"
@@ -42,6 +45,7 @@ class FakeGitHubConfig:
     runner_groups: dict[str, int] = field(default_factory=lambda: {"Default": 1})
     longpoll_seconds: float = 2.0
     app_id: int | None = None
+    hidden: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -256,8 +260,38 @@ def runner_groups(
 def repo_runners(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """G5: REST runner list (a fallback GARM rarely uses)."""
-    return Answer(200, {"total_count": 0, "runners": []})
+    """G5: the REST runner list: every JIT runner issued and not yet gone, paginated.
+
+    An ephemeral runner leaves it when its job ends (`finish_job`) or GARM removes it.
+    """
+    per_page = int(query.get("per_page", ["30"])[0])
+    page = int(query.get("page", ["1"])[0])
+    with gh.lock:
+        runners = [_rest_runner(gh, r) for r in gh.runners.values()]
+    shown = runners[(page - 1) * per_page : page * per_page]
+    return Answer(200, {"total_count": len(runners), "runners": shown})
+
+
+def rest_runner(
+    gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
+) -> Answer:
+    """G7: one runner of the REST API by id; 404 once it is gone."""
+    with gh.lock:
+        runner = gh.runners.get(int(params["runner"]))
+        found = None if runner is None else _rest_runner(gh, runner)
+    return Answer(404, {"message": "Not Found"}) if found is None else Answer(200, found)
+
+
+def _rest_runner(gh: FakeGitHub, runner: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": runner["id"],
+        "name": runner["name"],
+        "os": "Linux",
+        "status": "online",
+        "busy": runner["name"] in gh.running_jobs,
+        "ephemeral": True,
+        "labels": [],
+    }
 
 
 def runner_registration(
@@ -471,10 +505,10 @@ def get_agent(
 def delete_agent(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """A12: remove an agent."""
+    """A12: remove an agent; 404 for one already gone (its job ended, or removed before)."""
     with gh.lock:
-        gh.runners.pop(int(params["agent"]), None)
-    return Answer(204)
+        removed = gh.runners.pop(int(params["agent"]), None)
+    return Answer(404, {"message": "Agent not found"}) if removed is None else Answer(204)
 
 
 def acquire_jobs(
@@ -561,6 +595,7 @@ ROUTES: list[Route] = [
         ("POST", _API + _ENTITY + r"/actions/runners/registration-token", registration_token),
         ("GET", _API + _ENTITY + r"/actions/runner-groups", runner_groups),
         ("GET", _API + _ENTITY + r"/actions/runners", repo_runners),
+        ("GET", _API + _ENTITY + r"/actions/runners/(?P<runner>\d+)", rest_runner),
         ("POST", r"/actions/runner-registration", runner_registration),
         ("GET", _SETS, find_scale_sets),
         ("POST", _SETS, create_scale_set),
@@ -626,6 +661,10 @@ class _Handler(BaseHTTPRequestHandler):
         is_rest = path.startswith(_API) and not _APP_TOKENS_PATH.match(path)
         if is_rest and not self.github.authorised(authorization):
             return Answer(401, {"message": "Bad credentials"})
+        if is_rest and any(
+            path.startswith(f"{_API}/{entity}/") for entity in self.github.config.hidden
+        ):
+            return Answer(404, {"message": "Not Found"})
         body = json.loads(raw.decode("utf-8-sig")) if raw.strip() else {}
         for route_method, pattern, handler in ROUTES:
             found = pattern.match(path)

@@ -293,7 +293,9 @@ class GarmCharm(ops.CharmBase):
     ) -> ops.StatusBase:
         settings = _reconcile_settings(config)
         try:
-            outcome = reconcile_objects(client, desired, now=utc_now(), settings=settings)
+            outcome = reconcile_objects(
+                client, desired, now=utc_now(), settings=settings, proxy=garm_config.proxy
+            )
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
         except (GarmError, WorkloadError) as error:
             return _interrupted(error)

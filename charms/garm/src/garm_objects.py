@@ -9,14 +9,17 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
+import time
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from configurator_state import DesiredState
-from garm_api import Instance, ScaleSet
+from garm_api import GithubEndpoint, Instance, ScaleSet
 from github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
 from github_reconciler import GithubReport, reconcile_github
+from github_runners import GITHUB_ENDPOINT, RunnerCheck
+from scaleset_plan import entity_key
 from scaleset_reconciler import (
     PredecessorReport,
     ReconcileReport,
@@ -35,12 +38,17 @@ from template_reconciler import (
     remove_unused_templates,
     sync_templates,
 )
+from workload_config import ProxyConfig
 
 logger = logging.getLogger(__name__)
 
 
 class GarmObjectsApi(GithubCleanupApi, ScalesetApi, TemplateApi, Protocol):
     """Every call the object reconcilers make (`garm_api.GarmClient` has them all)."""
+
+    def list_github_endpoints(self) -> list[GithubEndpoint]:
+        """Return the GitHub endpoints."""
+        ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,14 +76,25 @@ def reconcile_objects(
     *,
     now: datetime.datetime,
     settings: ReconcileSettings,
+    proxy: ProxyConfig | None = None,
 ) -> ObjectsOutcome:
-    """Run the GitHub pass, then the scale-set pass between the template steps; summarise."""
+    """Run the GitHub pass, then the scale-set pass between the template steps; summarise.
+
+    With `proxy` (the model's), the scale-set pass asks GitHub, through it, whether busy
+    runners of retired scale sets still exist, and removes those whose jobs ended (ADR 0015).
+    """
     github = reconcile_github(api, desired.bindings)
     for warning in github.warnings:
         logger.warning("%s", warning)
     templates = sync_templates(api, dict(desired.runner_templates))
     report = reconcile(
-        api, desired.specs, now=now, settings=settings, sweep_orphans=desired.complete
+        api,
+        desired.specs,
+        now=now,
+        settings=settings,
+        sweep_orphans=desired.complete,
+        finished_at_github=None if proxy is None else _runner_check(api, desired, proxy),
+        sleep=None if proxy is None else time.sleep,
     )
     cleanup = CleanupReport()
     if desired.complete:
@@ -93,6 +112,20 @@ def reconcile_objects(
         active=status_message(report),
         report=report,
     )
+
+
+def _runner_check(api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig) -> RunnerCheck:
+    """Ask GitHub where GARM does, as the App each configurator gave for its entity."""
+
+    def endpoint() -> GithubEndpoint | None:
+        endpoints = api.list_github_endpoints()
+        return next((e for e in endpoints if e.name == GITHUB_ENDPOINT), None)
+
+    apps = {
+        entity_key(binding.entity.kind, binding.entity.name): binding.app
+        for binding in desired.bindings
+    }
+    return RunnerCheck(endpoint, apps, proxy)
 
 
 def _blocked(

@@ -113,11 +113,17 @@ class UpdateAction:
 
 @dataclasses.dataclass(frozen=True)
 class ForceRemoveAction:
-    """Force-remove one runner of a retired scale set past its drain deadline (kills its job)."""
+    """Force-remove one runner of a retired scale set.
+
+    Past the drain deadline this kills its job; with `finished` its job has ended at GitHub
+    and GARM has not noticed yet (garm-behaviour, "A finished job on a retired scale set is
+    noticed late").
+    """
 
     owner: str
     scaleset_name: str
     instance_name: str
+    finished: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -421,9 +427,44 @@ class Observed:
     entities: Mapping[tuple[EntityKind, str], Entity] | None = None
     instances: Mapping[int, Sequence[Instance]] | None = None
 
+    # Busy runners of retired scale sets that GitHub no longer lists: their jobs ended.
+    finished: frozenset[str] = frozenset()
+
     def runners(self, scaleset_id: int) -> Sequence[Instance]:
         """Return the instances of one scale set."""
         return (self.instances or {}).get(scaleset_id, ())
+
+
+@dataclasses.dataclass(frozen=True)
+class BusyRunner:
+    """A runner GARM shows busy on a retired scale set: whose job GitHub may have ended."""
+
+    name: str
+    agent_id: int
+    entity_kind: EntityKind
+    entity_name: str
+
+
+def busy_on_retired(grouping: Grouping, observed: Observed) -> list[BusyRunner]:
+    """Return the runners worth asking GitHub about: busy ones of retired scale sets.
+
+    Only a runner GARM shows `active` (it took a job, so GitHub registered it) with an agent id
+    qualifies; an idle one GARM removes by itself (B14) and one without an agent id cannot be
+    looked up at GitHub.
+    """
+    members = [m for family in grouping.families.values() for m in family.predecessors]
+    members += grouping.orphans
+    return [
+        BusyRunner(runner.name, runner.agent_id, m.scaleset.entity_kind, m.scaleset.entity_name)
+        for m in members
+        if m.marker is not None and m.marker.retired_at is not None
+        for runner in observed.runners(m.scaleset.id)
+        if _busy(runner)
+    ]
+
+
+def _busy(runner: Instance) -> bool:
+    return runner.status == "running" and runner.runner_status == "active" and runner.agent_id > 0
 
 
 @dataclasses.dataclass
@@ -820,6 +861,12 @@ def _drain(
         forceable = [r for r in runners if r.status in FORCEABLE_STATUSES]
         report.forced = len(forceable)
         actions.extend(ForceRemoveAction(owner, scaleset.name, r.name) for r in forceable)
+    else:
+        # Positive evidence only: GitHub answered that it no longer lists this busy runner.
+        finished = [r for r in runners if _busy(r) and r.name in context.observed.finished]
+        actions.extend(
+            ForceRemoveAction(owner, scaleset.name, r.name, finished=True) for r in finished
+        )
     return report
 
 

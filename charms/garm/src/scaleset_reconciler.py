@@ -3,7 +3,11 @@
 One pass observes GARM, plans in pure code (`scaleset_plan`) and executes the plan:
 
     list_scalesets -> group into families -> list what the plan needs (providers and entities
-    only to create, instances only to drain) -> plan -> execute -> confirm deletes by listing
+    only to create, instances only to drain) -> ask GitHub about busy runners of retired scale
+    sets (when given a way to) -> plan -> execute -> confirm deletes by listing
+
+A retired scale set emptied by removing runners whose jobs GitHub says ended is deleted in the
+same pass: the pass waits (bounded) for GARM to remove those runners, then plans once more.
 
 Naming is in `scaleset_naming`, the ownership marker and drain clock in `scaleset_marker`
 (ADR 0002), the report and the `juju status` text in `scaleset_report`. The changeover itself
@@ -20,7 +24,7 @@ import dataclasses
 import datetime
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from garm_api import (
@@ -37,14 +41,17 @@ from garm_api import (
 )
 from scaleset_plan import (
     Action,
+    BusyRunner,
     CreateAction,
     DeleteAction,
     ForceRemoveAction,
     Needs,
     Observed,
     Plan,
+    Prepared,
     ReconcileSettings,
     UpdateAction,
+    busy_on_retired,
     entity_key,
     group,
     needs,
@@ -66,6 +73,8 @@ from scaleset_report import (
 from scaleset_spec import ScalesetSpec
 
 __all__ = [
+    "BusyRunner",
+    "FinishedAtGithub",
     "Phase",
     "PredecessorReport",
     "ReconcileReport",
@@ -84,6 +93,13 @@ logger = logging.getLogger(__name__)
 # After a delete GARM kept, the next is sent a minute later, then 2, 4... at most an hour later.
 FIRST_DELETE_RETRY = datetime.timedelta(minutes=1)
 LAST_DELETE_RETRY = datetime.timedelta(hours=1)
+# How long a pass waits for GARM to remove runners whose jobs ended, listing every few seconds
+# (GARM v0.2.1 removed one within seconds: garm-behaviour, the end-to-end entries).
+SETTLE_STEP = 2.0
+SETTLE_LIMIT = 20.0
+
+# Names of the runners (of those asked about) that GitHub positively no longer lists.
+FinishedAtGithub = Callable[[Sequence[BusyRunner]], frozenset[str]]
 
 
 class ScalesetApi(Protocol):
@@ -135,6 +151,8 @@ def reconcile(
     now: datetime.datetime,
     settings: ReconcileSettings | None = None,
     sweep_orphans: bool,
+    finished_at_github: FinishedAtGithub | None = None,
+    sleep: Callable[[float], None] | None = None,
 ) -> ReconcileReport:
     """Run one pass: observe GARM, plan, execute, confirm deletes, report.
 
@@ -146,6 +164,11 @@ def reconcile(
         sweep_orphans: whether `specs` is the complete desired state, so that this charm's
             scale sets whose spec is gone may be retired and deleted. Pass False while a
             relation exists that has not published its spec yet.
+        finished_at_github: asked, only when a retired scale set has busy runners, which of
+            them GitHub no longer lists; those are removed at once. None: never asked, so GARM
+            (or the drain deadline) removes them.
+        sleep: how the pass waits for GARM to remove such runners before deleting the scale
+            set they emptied; None: no waiting, the next pass deletes it.
 
     Returns:
         What the pass found and did; refused writes are in it, never raised.
@@ -158,23 +181,81 @@ def reconcile(
     settings = settings or ReconcileSettings()
     counted = _CountingApi(api)
     prepared = prepare(specs, settings)
-    listed = counted.list_scalesets()
-    grouping = group(prepared, listed)
-    observed = _observe(counted, needs(prepared, grouping, sweep_orphans=sweep_orphans))
-    the_plan = plan(
-        prepared, grouping, observed, now=now, settings=settings, sweep_orphans=sweep_orphans
-    )
-    executor = _Executor(counted, the_plan, now)
-    executor.run()
-    report = the_plan.report
+    passes = _Passes(counted, prepared, now, settings, sweep_orphans)
+    report, emptied = passes.run(finished_at_github)
+    if emptied and sleep is not None and not report.all_errors():
+        _await_removal(counted, emptied, sleep)
+        report, _ = passes.run(None)
     report.requests, report.writes = counted.requests, counted.writes
-    report.provider_scalesets = _per_provider(executor.held_after(listed))
     for error in report.all_errors():
         logger.warning("scale sets: %s", error)
     for spec in report.specs:
         for warning in spec.warnings:
             logger.warning("scale sets: %r: %s", spec.logical, warning)
     return report
+
+
+@dataclasses.dataclass(frozen=True)
+class _Passes:
+    """Observe, plan and execute; `reconcile` may run a second pass after the first."""
+
+    api: _CountingApi
+    prepared: Prepared
+    now: datetime.datetime
+    settings: ReconcileSettings
+    sweep_orphans: bool
+
+    def run(self, finished_at_github: FinishedAtGithub | None) -> tuple[ReconcileReport, set[int]]:
+        """Run one pass; return its report and the scale sets it emptied of finished runners."""
+        listed = self.api.list_scalesets()
+        grouping = group(self.prepared, listed)
+        wanted = needs(self.prepared, grouping, sweep_orphans=self.sweep_orphans)
+        observed = _observe(self.api, wanted)
+        busy = busy_on_retired(grouping, observed)
+        if busy and finished_at_github is not None:
+            observed = dataclasses.replace(observed, finished=finished_at_github(busy))
+        the_plan = plan(
+            self.prepared,
+            grouping,
+            observed,
+            now=self.now,
+            settings=self.settings,
+            sweep_orphans=self.sweep_orphans,
+        )
+        executor = _Executor(self.api, the_plan, self.now)
+        executor.run()
+        report = the_plan.report
+        report.provider_scalesets = _per_provider(executor.held_after(listed))
+        return report, _emptied(report, executor.removed_finished, listed)
+
+
+def _emptied(
+    report: ReconcileReport, removed: Sequence[ForceRemoveAction], listed: Sequence[ScaleSet]
+) -> set[int]:
+    """The scale sets whose every runner this pass removed because its job had ended."""
+    counts = Counter(action.scaleset_name for action in removed)
+    ids = {scaleset.name: scaleset.id for scaleset in listed}
+    predecessors = [p for spec in report.specs for p in spec.predecessors] + report.orphans
+    return {
+        ids[p.name]
+        for p in predecessors
+        if p.name in counts and p.runners is not None and counts[p.name] == p.runners
+    }
+
+
+def _await_removal(api: ScalesetApi, emptied: set[int], sleep: Callable[[float], None]) -> None:
+    """Wait until GARM has removed every runner of `emptied`, at most `SETTLE_LIMIT` seconds.
+
+    GARM refuses to delete a scale set that still has runners, even ones being removed.
+    """
+    waited = 0.0
+    while waited < SETTLE_LIMIT:
+        sleep(SETTLE_STEP)
+        waited += SETTLE_STEP
+        if not any(instance.scale_set_id in emptied for instance in api.list_instances()):
+            logger.info("scale sets: GARM removed the runners within %.0f s", waited)
+            return
+    logger.info("scale sets: GARM is still removing runners; the next pass deletes their sets")
 
 
 def preview(
@@ -238,6 +319,7 @@ class _Executor:
         self._orphans = {orphan_owner(o.name): o for o in the_plan.report.orphans}
         self._failed: set[str] = set()
         self._deleted: list[DeleteAction] = []
+        self.removed_finished: list[ForceRemoveAction] = []
         self._created: list[ScaleSet] = []
         self._relisted: list[ScaleSet] | None = None
         self._templates: list[Template] | None = None
@@ -269,6 +351,13 @@ class _Executor:
             self._update(action)
         elif isinstance(action, ForceRemoveAction):
             self._api.delete_instance(action.instance_name, force=True)
+            if action.finished:
+                self.removed_finished.append(action)
+                logger.info(
+                    "scale sets: removed runner %r of %r: GitHub no longer lists it (job ended)",
+                    action.instance_name,
+                    action.scaleset_name,
+                )
         else:
             self._api.delete_scaleset(action.scaleset_id)
             self._deleted.append(action)

@@ -34,7 +34,7 @@ import dataclasses
 import datetime
 import itertools
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from garm_api import (
@@ -55,6 +55,7 @@ from garm_api import (
     ScaleSetUpdate,
     Template,
 )
+from scaleset_plan import BusyRunner
 
 START = datetime.datetime(2026, 11, 29, 22, 50, 7, 62603, tzinfo=datetime.UTC)
 REPO_ID = "c35919a8-8f26-4fc5-ba84-a7386cbd45c8"
@@ -129,6 +130,8 @@ class _Runner:
     created_at: datetime.datetime
     id: str = dataclasses.field(default_factory=lambda: str(uuid.uuid4()))
     job_finished_at: datetime.datetime | None = None
+    # GitHub's runner id (GARM's `agent_id`), issued with the runner's JIT config.
+    agent_id: int = 0
 
 
 class MemoryGarm:
@@ -260,6 +263,23 @@ class MemoryGarm:
                 runner.job_finished_at = self.now
             return
         self._terminate(runner)
+
+    def github_lists(self, name: str) -> bool:
+        """Whether GitHub lists the runner: an ephemeral runner leaves the list when its job ends.
+
+        GitHub lists a runner from its JIT config on, so even one GARM has not seen report.
+        """
+        runner = self.runners.get(name)
+        return runner is not None and runner.job_finished_at is None
+
+    def ask_github(self) -> Callable[[Sequence[BusyRunner]], frozenset[str]]:
+        """A `finished_at_github` that asks this GARM's GitHub (`github_lists`)."""
+
+        def finished(busy: Sequence[BusyRunner]) -> frozenset[str]:
+            self.calls.append(("github", tuple(runner.name for runner in busy)))
+            return frozenset(r.name for r in busy if not self.github_lists(r.name))
+
+        return finished
 
     def tick(self) -> None:
         """GARM's worker, in the simulator's order (see the module docstring)."""
@@ -475,10 +495,12 @@ class MemoryGarm:
                 self._spawn(row)
 
     def _spawn(self, row: _Row) -> _Runner:
-        name = f"garm-{next(self._runner_ids):012d}"
+        number = next(self._runner_ids)
+        name = f"garm-{number:012d}"
         # As the simulator with no boot time: up at once, `pending` until it reports.
         status = "pending_create" if self.stuck_boots else "running"
         runner = _Runner(name, row.id, status, "pending", self.now)
+        runner.agent_id = 100 + number
         self.runners[name] = runner
         return runner
 
@@ -562,7 +584,7 @@ class MemoryGarm:
             "id": runner.id,
             "provider_id": f"fake-{runner.name}",
             "provider_name": "lxd",
-            "agent_id": 100,
+            "agent_id": runner.agent_id,
             "name": runner.name,
             "os_type": "linux",
             "os_name": "fakeos",

@@ -2,7 +2,8 @@
 
 A hypothesis state machine drives reconcile passes against the in-memory GARM and checks after
 every step: no label gap, no hand-over before the replacement has a runner online, no delete of
-a scale set with runners (or enabled), no forced drain before its deadline, hand-made scale sets
+a scale set with runners (or enabled), no runner removed before its drain deadline unless GitHub
+no longer listed it (its job had ended; GitHub answers or not at random), hand-made scale sets
 untouched; and, once inputs settle and faults stop (GitHub accepts every label again, though it
 keeps the leftover scale sets of GARM's race, whose names the charm then avoids),
 convergence to exactly the live scale sets within a bounded number of passes, after which a
@@ -29,7 +30,7 @@ from garm_models import EntityKind, normalise_labels
 from scaleset_marker import parse_marker
 from scaleset_naming import live_name
 from scaleset_plan import desired_create
-from scaleset_reconciler import ReconcileReport, reconcile
+from scaleset_reconciler import FinishedAtGithub, ReconcileReport, reconcile
 from scaleset_spec import ScalesetSpec
 
 LOGICAL = ("a", "b")
@@ -70,12 +71,23 @@ class ScalesetMachine(RuleBasedStateMachine):
         self.hand_snapshot = self._hand_state()
         self.serving: dict[str, list[frozenset[str]]] = {}
         self.passes = 0
+        self.github_answers = True
+        # Runners removed before their drain deadline because their jobs had ended.
+        self.finished_removed: set[str] = set()
 
     # Inputs --------------------------------------------------------------------------------
 
     @rule(logical=st.sampled_from(LOGICAL), labels=st.sampled_from(LABEL_SETS))
     def change_labels(self, logical: str, labels: tuple[str, ...]) -> None:
         """The operator edits a spec's labels (including back to an earlier set)."""
+        self.labels[logical] = labels
+
+    @rule(logical=st.sampled_from(LOGICAL), labels=st.sampled_from(LABEL_SETS))
+    def change_labels_mid_job(self, logical: str, labels: tuple[str, ...]) -> None:
+        """A job lands on the spec's serving set, then its labels change: the job drains."""
+        for row in self._family(logical):
+            if row.enabled:
+                self.garm.start_job_when_ready(row.id)
         self.labels[logical] = labels
 
     @rule(logical=st.sampled_from(LOGICAL), maximum=st.integers(1, 3))
@@ -115,6 +127,11 @@ class ScalesetMachine(RuleBasedStateMachine):
     def outage(self, on: bool) -> None:
         """GARM stops (or starts) answering."""
         self.garm.outage = on
+
+    @rule(on=st.booleans())
+    def github_unreachable(self, on: bool) -> None:
+        """GitHub (asked about retired sets' busy runners) stops or starts answering."""
+        self.github_answers = not on
 
     @rule(on=st.booleans())
     def keep_deletes(self, on: bool) -> None:
@@ -160,14 +177,25 @@ class ScalesetMachine(RuleBasedStateMachine):
         before = self._serving()
         enabled_before = {r.id for r in self.garm.rows.values() if r.enabled}
         forced_before = len(self.garm.forced)
+        ended = {name for name, r in self.garm.runners.items() if r.job_finished_at is not None}
         self.passes += 1
         try:
             reconcile(
-                self.garm, self._specs(), now=self.garm.now, settings=SETTINGS, sweep_orphans=True
+                self.garm,
+                self._specs(),
+                now=self.garm.now,
+                settings=SETTINGS,
+                sweep_orphans=True,
+                finished_at_github=self._github(),
+                sleep=self.garm.advance,
             )
         except GarmUnreachable:
             assert self.garm.outage
             _corner("a pass during an outage")
+        removed = {name for name, *_ in self.garm.forced[forced_before:]} & ended
+        if removed:
+            _corner("a runner removed once GitHub no longer listed it")
+        self.finished_removed |= removed
         self._check_no_label_gap(before)
         self._check_handover_waited(enabled_before)
         self._tally_corners(forced_before)
@@ -176,7 +204,7 @@ class ScalesetMachine(RuleBasedStateMachine):
         """Count the corners this pass reached (`pytest --hypothesis-show-statistics`)."""
         garm = self.garm
         if len(garm.forced) > forced_before:
-            _corner("a busy runner forced off at the drain deadline")
+            _corner("a busy runner removed (its job ended at GitHub, or the drain deadline)")
         retired = {r.id for r in garm.rows.values() if not r.enabled}
         if any(
             r.scaleset_id in retired and r.runner_status == "active" for r in garm.runners.values()
@@ -209,12 +237,13 @@ class ScalesetMachine(RuleBasedStateMachine):
 
     @invariant()
     def no_forced_drain_before_deadline(self) -> None:
-        """Every force-removal happened at or after its scale set's drain deadline."""
-        for _, _, when, state in self.garm.forced:
+        """A runner was removed before its set's drain deadline only once its job had ended."""
+        for name, _, when, state in self.garm.forced:
             marker = parse_marker(state)
             assert marker is not None
             assert marker.retired_at is not None
-            assert when >= marker.retired_at + SETTINGS.drain_timeout
+            early = when < marker.retired_at + SETTINGS.drain_timeout
+            assert not early or name in self.finished_removed, f"{name} removed mid-job"
 
     @invariant()
     def hand_made_untouched(self) -> None:
@@ -228,6 +257,12 @@ class ScalesetMachine(RuleBasedStateMachine):
         assert self._hand_state() == self.hand_snapshot
 
     # Helpers -------------------------------------------------------------------------------
+
+    def _github(self) -> FinishedAtGithub:
+        """GitHub as the charm asks it: the memory GARM's runners, or no answer."""
+        if self.github_answers:
+            return self.garm.ask_github()
+        return lambda busy: frozenset()
 
     def _specs(self) -> list[ScalesetSpec]:
         return [self._spec(n) for n in LOGICAL]

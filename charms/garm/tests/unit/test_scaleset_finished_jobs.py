@@ -1,0 +1,219 @@
+"""A retired scale set's finished job, noticed through GitHub instead of GARM (ADR 0015)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory_garm import MemoryGarm
+from scaleset_fixtures import SETTINGS, converge, make_spec, run
+
+from fake_github import FakeGitHub
+from garm_models import EntityKind, GithubEndpoint
+from github_reconciler import GithubApp
+from github_runners import RunnerCheck
+from scaleset_naming import live_name
+from scaleset_plan import BusyRunner, entity_key
+from scaleset_reconciler import FinishedAtGithub, Phase, ReconcileReport, reconcile
+from workload_config import ProxyConfig
+
+NEW_LABELS = ("x64", "gpu")
+
+
+def changeover_started(garm: MemoryGarm) -> tuple[str, str]:
+    """Converge `small`, change its labels, run the creating pass; return (old, new) names."""
+    converge(garm, [make_spec()])
+    run(garm, [make_spec(labels=NEW_LABELS)])
+    return live_name(make_spec()), live_name(make_spec(labels=NEW_LABELS))
+
+
+def drain_with_jobs(garm: MemoryGarm, jobs: int = 1) -> tuple[str, str, list[str]]:
+    """Jobs run on the old generation, which is then retired; return (old, new, runners)."""
+    old, new = changeover_started(garm)
+    runners: list[str | None] = []
+    scaleset_id = garm.by_name(old).id
+    for running in range(jobs):
+        # GitHub's assigned-job count includes the jobs already running (GARM scales to it).
+        garm.rows[scaleset_id].desired_runner_count = running
+        runners.append(garm.start_job_when_ready(scaleset_id))
+    assert None not in runners
+    garm.advance(61)
+    drain(garm)  # retires the old generation
+    garm.advance(60)
+    assert drain(garm).spec("small").phase is Phase.DRAINING
+    return old, new, [str(runner) for runner in runners]
+
+
+def drain(
+    garm: MemoryGarm,
+    finished_at_github: FinishedAtGithub | None = None,
+    *,
+    settle: bool = True,
+) -> ReconcileReport:
+    """One pass with the new labels, asking GitHub through `finished_at_github`."""
+    return reconcile(
+        garm,
+        [make_spec(labels=NEW_LABELS)],
+        now=garm.now,
+        settings=SETTINGS,
+        sweep_orphans=True,
+        finished_at_github=finished_at_github,
+        sleep=garm.advance if settle else None,
+    )
+
+
+def removals(garm: MemoryGarm) -> list[str]:
+    """The runners the charm asked GARM to remove."""
+    return [str(args[0]) for name, args in garm.calls if name == "delete_instance"]
+
+
+def test_runner_github_no_longer_lists_is_removed_and_its_set_deleted_in_the_same_pass():
+    """Arrange: the retired set's only runner finished its job; GARM has not noticed.
+
+    Act: one pass that asks GitHub.
+    Assert: GitHub was asked about that runner only; it is removed and, once GARM has removed
+    it, the emptied set is deleted in the same pass; the spec is active again.
+    """
+    garm = MemoryGarm()
+    _, new, (job,) = drain_with_jobs(garm)
+    garm.finish_job(job)
+
+    report = drain(garm, garm.ask_github())
+
+    assert ("github", (job,)) in garm.calls
+    assert removals(garm) == [job]
+    assert garm.names() == {new}
+    assert report.spec("small").phase is Phase.ACTIVE
+    assert report.errors == []
+
+
+def test_without_waiting_the_next_pass_deletes_the_emptied_set():
+    """Arrange: the retired set's job finished. Act: a pass that may not wait, then another.
+
+    Assert: the first removes the runner and keeps the set (GARM still holds the runner);
+    the next deletes it without asking GitHub again.
+    """
+    garm = MemoryGarm()
+    old, new, (job,) = drain_with_jobs(garm)
+    garm.finish_job(job)
+
+    first = drain(garm, garm.ask_github(), settle=False)
+    kept = garm.names()
+    garm.advance(60)
+    asked = len([c for c in garm.calls if c[0] == "github"])
+    second = drain(garm, garm.ask_github(), settle=False)
+
+    assert removals(garm) == [job]
+    assert first.spec("small").phase is Phase.DRAINING
+    assert kept == {old, new}
+    assert garm.names() == {new}
+    assert second.spec("small").phase is Phase.ACTIVE
+    assert len([c for c in garm.calls if c[0] == "github"]) == asked
+
+
+def test_runner_github_still_lists_is_kept():
+    """Arrange: a job still runs on the retired set. Act: a pass that asks GitHub.
+
+    Assert: nothing removed, the set still drains with its runner.
+    """
+    garm = MemoryGarm()
+    old, _, (job,) = drain_with_jobs(garm)
+
+    report = drain(garm, garm.ask_github())
+
+    assert ("github", (job,)) in garm.calls
+    assert removals(garm) == []
+    assert old in garm.names()
+    assert [(p.name, p.runners) for p in report.spec("small").predecessors] == [(old, 1)]
+
+
+def test_github_unreachable_changes_nothing():
+    """Arrange: the job finished, but GitHub (the App's API) does not answer.
+
+    Act: a pass with the charm's real GitHub check. Assert: no removal, the set drains on,
+    no error in the report (GARM's consolidation removes the runner in time).
+    """
+    garm = MemoryGarm()
+    old, _, (job,) = drain_with_jobs(garm)
+    garm.finish_job(job)
+    with FakeGitHub() as github:
+        dead = github.url
+    check = RunnerCheck(
+        lambda: endpoint(f"{dead}/api/v3/"),
+        {entity_key(EntityKind.REPOSITORY, "fake-org/fake-repo"): APP},
+        ProxyConfig(),
+    )
+
+    report = drain(garm, check)
+
+    assert removals(garm) == []
+    assert old in garm.names()
+    assert report.spec("small").phase is Phase.DRAINING
+    assert report.all_errors() == []
+
+
+def test_github_is_not_asked_without_busy_runners_on_retired_sets():
+    """Arrange: a converged spec and a changeover without jobs. Act: passes asking GitHub.
+
+    Assert: GitHub is never asked (idle runners are GARM's to remove).
+    """
+    garm = MemoryGarm()
+    _, new = changeover_started(garm)
+    for _ in range(4):
+        garm.advance(61)
+        drain(garm, garm.ask_github())
+
+    assert [c for c in garm.calls if c[0] == "github"] == []
+    assert garm.names() == {new}
+
+
+def test_of_two_busy_runners_only_the_one_github_dropped_is_removed():
+    """Arrange: two jobs on the retired set; one finished. Act: a pass asking GitHub.
+
+    Assert: GitHub was asked about both; only the finished one is removed; the set keeps
+    draining with the other (no delete attempted, no waiting for GARM).
+    """
+    garm = MemoryGarm()
+    old, _, (done, running) = drain_with_jobs(garm, jobs=2)
+    garm.finish_job(done)
+    started = garm.now
+
+    report = drain(garm, garm.ask_github())
+
+    assert ("github", (done, running)) in garm.calls or ("github", (running, done)) in garm.calls
+    assert removals(garm) == [done]
+    assert garm.now == started
+    assert old in garm.names()
+    assert garm.deletes_refused_with_runners == []
+    assert report.spec("small").phase is Phase.DRAINING
+
+
+APP = GithubApp(app_id=1, installation_id=2, private_key_pem=b"not a key")
+
+
+def endpoint(api_base_url: str) -> GithubEndpoint:
+    """GARM's github.com endpoint pointed at `api_base_url`."""
+    return GithubEndpoint("github.com", "", api_base_url, api_base_url, api_base_url, b"")
+
+
+def test_only_busy_runners_of_retired_sets_are_removed_whatever_github_names():
+    """Arrange: a job on the retired set and one on the live set; GitHub names every runner.
+
+    Act: a pass. Assert: GitHub was asked about the retired set's busy runner alone; the live
+    set's busy runner is untouched; only the retired set's runner is removed.
+    """
+    garm = MemoryGarm()
+    _, new, (job,) = drain_with_jobs(garm)
+    live_job = garm.start_job_when_ready(garm.by_name(new).id)
+    live_runners = [r.name for r in garm.runners_of(new)]
+    asked: list[str] = []
+
+    def everything(busy: Sequence[BusyRunner]) -> frozenset[str]:
+        asked.extend(runner.name for runner in busy)
+        return frozenset(garm.runners)
+
+    drain(garm, everything)
+
+    assert asked == [job]
+    assert live_job in live_runners
+    assert removals(garm) == [job]
+    assert [r.name for r in garm.runners_of(new)] == live_runners
