@@ -12,7 +12,7 @@ from scaleset_fixtures import make_spec
 
 from garm_models import EntityKind, ScaleSet
 from scaleset_marker import Marker, config_hash, parse_marker
-from scaleset_naming import FamilyIndex, is_valid_logical_name, live_name, stem
+from scaleset_naming import FamilyIndex, identity_hash, is_valid_logical_name, live_name, stem
 from scaleset_plan import ReconcileSettings, group, prepare
 from scaleset_spec import EntityRef, ScalesetSpec
 
@@ -248,3 +248,38 @@ def test_a_further_attempt_has_a_distinct_name_in_the_family_and_the_first_is_un
     assert names[0] == live_name(spec)
     assert len(set(names)) == 3
     assert all(re.fullmatch(r"small-[0-9a-f]{8}", name) for name in names)
+
+
+def test_identity_hash_of_the_first_attempt_is_pinned():
+    """Arrange: the fixture spec's labels, provider and entity. Act: identity_hash by default.
+
+    Assert: the hash of the first attempt, as in the spec's pinned live name `small-9d329121`.
+    """
+    hashed = identity_hash(("x64", "linux"), "lxd", EntityKind.REPOSITORY, "fake-org/fake-repo")
+
+    assert hashed == "9d329121"
+
+
+def test_the_shortest_maximum_length_still_names_and_one_less_is_refused():
+    """Arrange: a 20-character name. Act: stem at 17 (the least) and at 16.
+
+    Assert: at 17 one character, a dash and 6 hex; at 16 the error names the least maximum.
+    """
+    assert stem("a" * 20, 17) == "a-42492d"
+    with pytest.raises(ValueError, match=r"^the maximum name length must be at least 17$"):
+        stem("a" * 20, 16)
+
+
+def test_family_index_edges():
+    """Arrange: indexes with a cut stem, a live name spelling another spec's name, and `a`.
+
+    Act: owner. Assert: a set named exactly a cut stem is that spec's; a live name wins over
+    an exact logical name; a non-hex suffix of 8 characters is in no family.
+    """
+    long_name = "a" * 70
+    cut_only = FamilyIndex({}, {long_name: stem(long_name)})
+    live_first = FamilyIndex({"a-1234abcd": "a"}, {"a": "a", "a-1234abcd": "a-1234abcd"})
+
+    assert cut_only.owner(stem(long_name)) == long_name
+    assert live_first.owner("a-1234abcd") == "a"
+    assert FamilyIndex({}, {"a": "a"}).owner("a-xxxxxxxx") is None

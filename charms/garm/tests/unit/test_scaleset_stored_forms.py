@@ -9,6 +9,8 @@ clocks). The other tests compute names with the same code they test; these pin t
 from __future__ import annotations
 
 import datetime
+import time
+from collections.abc import Iterator
 
 import pytest
 from scaleset_fixtures import ORG, make_spec
@@ -148,3 +150,38 @@ def test_a_marker_with_spaces_around_it_is_read():
     marker = parse_marker('  {"managed-by":"garm-charm","logical":"small","delete-failures":1}')
 
     assert marker == Marker("small", delete_failures=1)
+
+
+@pytest.fixture
+def kolkata_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The machine's local time zone set to UTC+5:30 (the charm's host may have any)."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("kolkata_clock")
+def test_a_marker_renders_in_utc_whatever_the_local_time_zone():
+    """Arrange: the local time zone UTC+5:30; a marker retired at a UTC moment. Act: render.
+
+    Assert: the time is written in UTC with `Z`, not in local time.
+    """
+    assert f'"retired-at":"{STAMP}"' in Marker("small", retired_at=MOMENT).render()
+
+
+def test_a_marker_time_with_an_offset_keeps_its_moment():
+    """Arrange: a marker whose retired-at has a +02:00 offset. Act: parse.
+
+    Assert: the same moment (07:52 at +02:00 is 05:52 UTC), not 07:52 UTC.
+    """
+    text = (
+        '{"managed-by":"garm-charm","logical":"small",'
+        '"retired-at":"2026-11-30T07:52:08.062603+02:00"}'
+    )
+
+    marker = parse_marker(text)
+
+    assert marker is not None
+    assert marker.retired_at == MOMENT
