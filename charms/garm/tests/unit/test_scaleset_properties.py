@@ -48,15 +48,7 @@ from scaleset_spec import ScalesetSpec
 
 LOGICAL = ("a", "b")
 LABEL_SETS = (("x64", "gpu"), ("arm64", "GPU"), ("gpu",), ("x64",), ("X64", "Linux"))
-# list_scalesets twice: every pass makes it, so a refusal of it always lands.
-READS = (
-    "list_scalesets",
-    "list_scalesets",
-    "list_instances",
-    "list_providers",
-    "list_entities",
-    "list_templates",
-)
+READS = ("list_scalesets", "list_instances", "list_providers", "list_entities", "list_templates")
 WRITES = ("create_scaleset", "update_scaleset", "delete_scaleset", "delete_instance")
 IMAGES = ("ubuntu:22.04", "ubuntu:24.04")
 FLAVORS = ("small", "large")
@@ -212,9 +204,10 @@ class ScalesetMachine(RuleBasedStateMachine):
 
     @rule(logical=st.sampled_from(LOGICAL))
     def remove_spec(self, logical: str) -> None:
-        """A configurator leaves; a minute of passes sweeps its scale sets (its orphans)."""
+        """A configurator leaves (after coming back, if it had); passes sweep its orphans."""
         if logical not in self.configured:
-            return
+            self.configured.add(logical)
+            self._pass()
         self.configured.discard(logical)
         self.garm.end_outage()
         self.garm.keep_deletes = False
@@ -292,10 +285,24 @@ class ScalesetMachine(RuleBasedStateMachine):
         self.garm.refuse(operation, status)
         self._pass()
 
-    @rule(operation=st.sampled_from(READS), status=st.sampled_from([400, 500]))
+    @rule(logical=st.sampled_from(LOGICAL), status=st.sampled_from([400, 500]))
+    def refuse_update(self, logical: str, status: int) -> None:
+        """An operator edit, then GARM refuses the pass's first update."""
+        config = self.configs[logical]
+        config.max_runners = config.max_runners % 3 + 1
+        self.garm.refuse("update_scaleset", status)
+        self._pass()
+
+    @rule(operation=st.sampled_from(READS[1:]), status=st.sampled_from([400, 500]))
     def refuse_read(self, operation: str, status: int) -> None:
-        """GARM refuses the next call of one read; a pass follows (every pass lists)."""
+        """GARM refuses the next call of one read (made when the pass needs it); a pass follows."""
         self.garm.refuse(operation, status)
+        self._pass()
+
+    @rule(status=st.sampled_from([400, 500]))
+    def refuse_listing(self, status: int) -> None:
+        """GARM refuses the scale-set list that starts every pass; a pass follows."""
+        self.garm.refuse("list_scalesets", status)
         self._pass()
 
     @rule(on=st.booleans())
