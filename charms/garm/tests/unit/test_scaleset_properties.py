@@ -18,10 +18,10 @@ a further pass sends GARM no write.
 
 Traffic reaches the corners through composite rules, and the run fails if any corner is reached
 in fewer than `MIN_SHARE` of the examples (`CORNERS`; counts printed at the end, with `-s`).
-Measured over two default runs (2026-12-01): a busy runner forced off past the deadline 45-49%
-of examples, a retired set flipped back mid-drain 41-45%, an orphan swept 40-43%, a refused read
-49-58%, a refused write 55-65%, an outage in the middle of a pass 56-58%, a restart between a
-create and its marker 52%; 23-24 s of CPU, against 16-17 s for the machine before these rules.
+Measured over three default runs (2026-12-01): a busy runner forced off past the deadline 35-49%
+of examples, a retired set flipped back mid-drain 35-45%, an orphan swept 40-47%, a refused read
+48-58%, a refused write 55-65%, an outage in the middle of a pass 56-63%, a restart between a
+create and its marker 52-54%; 23-24 s of CPU, against 16-17 s for the machine before these rules.
 
 Examples: 500 by default (`tox -e unit`); `HYPOTHESIS_PROFILE=thorough` runs 5,000 longer ones.
 """
