@@ -25,17 +25,26 @@ Faults: `refuse` (the next calls of an operation answer 400 or 500), `outage` (e
 `drop_labels` (labels GARM/GitHub silently drops at creation), `stuck_boots` (new runners never
 come up: a broken flavor), `runners_report` (False: booted runners never report `idle`, a broken
 image, as the simulator's switch), `github_leftovers` (names GitHub still holds a scale set
-of, so creating one answers 409 "already exists in runner group").
+of, so creating one answers 409 "already exists in runner group"), `outage_after` (GARM
+answers the next k calls, then stops: an outage in the middle of a pass) and `outage_after_call`
+(GARM stops right after it answers the next call of one operation: the charm dies between a
+create and its marker stamp).
+
+Records, so tests judge the charm by what GARM saw rather than by the charm's own report: `log`
+(every call that reached GARM, with GARM's time and the status GARM refused it with),
+`enabled_history` (per scale set, when it was created or really enabled or disabled) and
+`forced` (every forced remove, with the runner's status at that moment).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import itertools
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from garm_api import (
     Entity,
@@ -71,6 +80,49 @@ SCALABLE_DOWN = frozenset(
 )
 # How often GARM compares its runners with GitHub's agents list (tests/garm_sim/scaling.py).
 CONSOLIDATION_SECONDS = 300
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+@dataclasses.dataclass
+class Call:
+    """One call that reached GARM: when (GARM's clock), and the status if GARM refused it."""
+
+    operation: str
+    args: tuple[Any, ...]
+    at: datetime.datetime
+    refused: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Forced:
+    """One forced remove: which runner of which scale set, when, and what it was doing.
+
+    `call` is its place in the call log, which orders it against changes at the same time.
+    """
+
+    name: str
+    scaleset_id: int
+    at: datetime.datetime
+    runner_status: str
+    call: int
+
+
+def _logged(method: _Method) -> _Method:
+    """Record in the call log the status GARM refused a call with (injected or by its rules)."""
+
+    @functools.wraps(method)
+    def wrapper(self: MemoryGarm, *args: Any, **kwargs: Any) -> Any:
+        calls = len(self.log)
+        try:
+            return method(self, *args, **kwargs)
+        except GarmApiError as error:
+            if len(self.log) > calls:
+                self.log[-1].refused = error.status
+            raise
+
+    return wrapper  # type: ignore[return-value]
 
 
 # How `GarmClient` types GARM's refusals by status.
@@ -167,6 +219,9 @@ class MemoryGarm:
         self.runners: dict[str, _Runner] = {}
         self.tags: dict[str, tuple[str, str]] = {}  # lower-cased name -> (id, stored spelling)
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.log: list[Call] = []
+        # Per scale set: (GARM's time, enabled, place in the call log) at creation and changes.
+        self.enabled_history: dict[int, list[tuple[datetime.datetime, bool, int]]] = {}
         self.refusals: dict[str, list[int]] = {}
         self.outage = False
         self.keep_deletes = False
@@ -177,7 +232,10 @@ class MemoryGarm:
         self.github_leftovers: set[str] = set()
         self.deletes_refused_with_runners: list[str] = []
         self.deletes_refused_enabled: list[str] = []
-        self.forced: list[tuple[str, int, datetime.datetime, str]] = []
+        self.forced: list[Forced] = []
+        self._answers_left: int | None = None
+        self._stop_after: str | None = None
+        self._stop_next = False
         self._ids = itertools.count(1)
         self._runner_ids = itertools.count(1)
 
@@ -191,6 +249,39 @@ class MemoryGarm:
     def refuse(self, operation: str, status: int = 400, times: int = 1) -> None:
         """Make the next `times` calls of `operation` answer `status`."""
         self.refusals.setdefault(operation, []).extend([status] * times)
+
+    def outage_after(self, calls: int) -> None:
+        """Answer the next `calls` calls, then stop answering (as `outage`)."""
+        self._answers_left = calls
+
+    def outage_after_call(self, operation: str) -> None:
+        """Stop answering right after the next call of `operation` is answered."""
+        self._stop_after = operation
+
+    def end_outage(self) -> None:
+        """Answer again, and drop any outage still to come."""
+        self.outage = False
+        self._answers_left = None
+        self._stop_after = None
+        self._stop_next = False
+
+    def enabled_since(self, scaleset_id: int) -> datetime.datetime:
+        """When the scale set was created or last really enabled."""
+        return max(t for t, enabled, _ in self.enabled_history[scaleset_id] if enabled)
+
+    def disabled_at(self, scaleset_id: int, call: int | None = None) -> datetime.datetime | None:
+        """When the scale set was really disabled, if it was disabled at that place in the log.
+
+        Without `call`: if it is disabled now.
+        """
+        history = [
+            (at, enabled)
+            for at, enabled, place in self.enabled_history[scaleset_id]
+            if call is None or place <= call
+        ]
+        if not history or history[-1][1]:
+            return None
+        return history[-1][0]
 
     def writes(self) -> list[tuple[str, tuple[Any, ...]]]:
         """The write calls made so far."""
@@ -302,11 +393,13 @@ class MemoryGarm:
 
     # The API (ScalesetApi) ----------------------------------------------------------------
 
+    @_logged
     def list_scalesets(self) -> list[ScaleSet]:
         """GET /scalesets."""
         self._enter("list_scalesets")
         return self.list_scalesets_quietly()
 
+    @_logged
     def list_providers(self) -> list[Provider]:
         """GET /providers."""
         self._enter("list_providers")
@@ -315,6 +408,7 @@ class MemoryGarm:
             for name in self.providers
         ]
 
+    @_logged
     def list_entities(self, kind: EntityKind) -> list[Entity]:
         """GET /repositories, /organizations or /enterprises."""
         self._enter("list_entities", kind)
@@ -322,6 +416,7 @@ class MemoryGarm:
             self._entity(kind, name, entity_id) for name, entity_id in self.entities[kind].items()
         ]
 
+    @_logged
     def list_templates(self, os_type: str | None = None) -> list[Template]:
         """GET /templates (bodies are null in lists)."""
         self._enter("list_templates", os_type)
@@ -340,11 +435,13 @@ class MemoryGarm:
             if os_type in (None, t["os_type"])
         ]
 
+    @_logged
     def list_instances(self) -> list[Instance]:
         """GET /instances."""
         self._enter("list_instances")
         return [Instance.from_wire(self._instance_wire(r)) for r in self.runners.values()]
 
+    @_logged
     def create_scaleset(
         self, kind: EntityKind, entity_id: str, params: ScaleSetCreate
     ) -> ScaleSet:
@@ -387,8 +484,10 @@ class MemoryGarm:
             updated_at=self.now,
         )
         self.rows[row.id] = row
+        self.enabled_history[row.id] = [(self.now, row.enabled, len(self.log))]
         return ScaleSet.from_wire(self._wire(row, with_details=True))
 
+    @_logged
     def update_scaleset(self, scaleset_id: int, params: ScaleSetUpdate) -> ScaleSet:
         """PUT /scalesets/{id} (refused before any call when invalid, as the client)."""
         _check("update scale set", params.validate())
@@ -407,6 +506,7 @@ class MemoryGarm:
         self._apply(row, params)
         return ScaleSet.from_wire(self._wire(row, with_details=True))
 
+    @_logged
     def delete_scaleset(self, scaleset_id: int) -> None:
         """DELETE /scalesets/{id}: 200 also for an unknown id, and (C9) when GitHub failed."""
         self._enter("delete_scaleset", scaleset_id)
@@ -425,6 +525,7 @@ class MemoryGarm:
             return
         del self.rows[scaleset_id]
 
+    @_logged
     def delete_instance(self, name: str, *, force: bool = True) -> None:
         """DELETE /instances/{name}?forceRemove=true."""
         self._enter("delete_instance", name, force)
@@ -433,17 +534,25 @@ class MemoryGarm:
             raise GarmNotFound("delete instance", 404, "Not Found", "instance not found")
         if runner.status not in FORCEABLE:
             raise GarmNotFound("delete instance", 400, "Bad Request", "runner must be ...")
+        self.forced.append(
+            Forced(name, runner.scaleset_id, self.now, runner.runner_status, len(self.log))
+        )
         runner.status = "pending_force_delete" if force else "pending_delete"
-        row = self.rows.get(runner.scaleset_id)
-        state = row.extended_state if row is not None else ""
-        self.forced.append((name, runner.scaleset_id, self.now, state))
 
     # Plumbing -----------------------------------------------------------------------------
 
     def _enter(self, operation: str, *args: Any) -> None:
+        if self._stop_next or self._answers_left == 0:
+            self.end_outage()
+            self.outage = True
         if self.outage:
             raise GarmUnreachable(operation, "ConnectionRefusedError: [Errno 111]")
         self.calls.append((operation, args))
+        self.log.append(Call(operation, args, self.now))
+        if self._answers_left is not None:
+            self._answers_left -= 1
+        if self._stop_after == operation:
+            self._stop_next = True
         pending = self.refusals.get(operation)
         if pending:
             status = pending.pop(0)
@@ -468,6 +577,8 @@ class MemoryGarm:
             if value is not None and value != getattr(row, field):
                 setattr(row, field, value)
                 changed = True
+                if field == "enabled":
+                    self.enabled_history[row.id].append((self.now, value, len(self.log)))
         if params.extra_specs is not None and dict(params.extra_specs) != row.extra_specs:
             row.extra_specs = dict(params.extra_specs)
             row.generation += 1
