@@ -188,6 +188,7 @@ def test_bad_config_blocks_and_changes_nothing(
 
 # garm-configurator relation fields ---------------------------------------------------------
 
+
 class _Missing:
     """The field is taken out of where it is published."""
 

@@ -2,28 +2,29 @@
 
 A hypothesis state machine drives reconcile passes against the in-memory GARM. Every check reads
 GARM's own state, clock and call log (`MemoryGarm.log`, `enabled_history`, `forced`), never the
-charm's marker or its report, so a charm that misjudges its own marker is caught. After every
-pass: no label gap; no hand-over before the replacement has served for the grace since GARM
-really enabled it and has a runner online; no write to a draining scale set before its deadline
-(except re-enabling it); every runner past its deadline forced off in that pass unless GARM
-refused something else; a refused read ends the pass before any write; a blocked spec's scale
-sets untouched; the report's request and write counts equal the calls GARM received; the Blocked
-text counts what it does not name. After every step: no delete GARM would refuse, no runner
-removed before the deadline counted from when GARM really disabled the set unless its job had
-ended and GitHub no longer listed it (GitHub answers the charm or not, at random), hand-made
-scale sets untouched. Once inputs settle and faults stop (GitHub accepts every label again, though it keeps
-the leftover scale sets of GARM's race, whose names the charm then avoids): within a bounded
-number of passes each valid spec has exactly one scale set, whose labels, min, max, flavor, image
-and extra specs are the spec's, no orphan is left, a blocked spec does not excuse the others, and
-a further pass sends GARM no write.
+charm's marker or its report, so a charm that misjudges its own marker is caught. After every pass:
+no label gap; no hand-over before the replacement has served for the grace since GARM really
+enabled it and has a runner online; no write to a draining scale set before its deadline (except
+re-enabling it); every runner past its deadline forced off in that pass unless GARM refused
+something else; a refused read ends the pass before any write; a blocked spec's scale sets
+untouched; the report's request and write counts equal the calls GARM received; the Blocked text
+counts what it does not name. After every step: no delete GARM would refuse, no runner removed
+before the deadline counted from when GARM really disabled the set unless its job had ended and
+GitHub no longer listed it (GitHub answers the charm or not, at random), hand-made scale sets
+untouched. Once inputs settle and faults stop (GitHub accepts every label again, though it keeps
+the leftover scale sets of GARM's race, whose names the charm then avoids): within a bounded number
+of passes each valid spec has exactly one scale set, whose labels, min, max, flavor, image and
+extra specs are the spec's, no orphan is left, a blocked spec does not excuse the others, and a
+further pass sends GARM no write.
 
-Traffic reaches the corners through composite rules, and the run fails if any corner is reached
-in fewer than `MIN_SHARE` of the examples (`CORNERS`; counts printed at the end, with `-s`).
-Measured over three default runs (2026-12-01): a busy runner forced off past the deadline 35-49%
-of examples, a retired set flipped back mid-drain 35-45%, an orphan swept 40-47%, a refused read
+Traffic reaches the corners through composite rules, and the run fails if any corner is reached in
+fewer than `MIN_SHARE` of the examples (`CORNERS`; counts printed at the end, with `-s`). Measured
+over three default runs (2026-12-01): a busy runner forced off past the deadline 35-49% of
+examples, a retired set flipped back mid-drain 35-45%, an orphan swept 40-47%, a refused read
 48-58%, a refused write 55-65%, an outage in the middle of a pass 56-63%, a restart between a
-create and its marker 52-54%; 23-24 s of CPU, against 16-17 s for the machine before these rules. With the
-GitHub path (a runner removed once GitHub no longer listed it: 40-42% of examples), 25-26 s.
+create and its marker 52-54%; 23-24 s of CPU, against 16-17 s for the machine before these rules.
+With the GitHub path (a runner removed once GitHub no longer listed it: 40-42% of examples), 25-26
+s.
 
 Examples: 500 by default (`tox -e unit`); `HYPOTHESIS_PROFILE=thorough` runs 5,000 longer ones.
 """
