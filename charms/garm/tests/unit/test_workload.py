@@ -496,9 +496,9 @@ def test_tls_serves_https_with_the_files_it_writes(installed: Workload):
 
 
 def test_tls_on_renewal_and_off_restart_once_each(installed: Workload, systemctl: FakeSystemctl):
-    """Arrange: GARM running on plain HTTP. Act: apply a certificate, apply it again, a renewed
-    one, then none.
+    """Arrange: GARM running on plain HTTP.
 
+    Act: apply a certificate, apply it again, a renewed one, then none.
     Assert: one restart per change and none for the repeat; without a certificate GARM is back
     on HTTP and the certificate, key and CA files are gone.
     """
