@@ -121,7 +121,7 @@ class GarmCharm(ops.CharmBase):
         self._tick = ReconcileTick()
         self._secrets = JujuSecretStore(self.model)
         self._database = Database(self)
-        self._certificates = garm_tls.Certificates(self, self._certificate_names())
+        self._certificates = garm_tls.Certificates(self, self._certificate_names)
         self._status: ops.StatusBase | None = None
         for event in (
             self.on.install,

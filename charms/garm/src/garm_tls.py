@@ -77,20 +77,24 @@ class Certificates(ops.Object):
     def __init__(
         self,
         charm: ops.CharmBase,
-        names: CertificateNames | None,
+        names: Callable[[], CertificateNames | None],
         relation_name: str = RELATION_NAME,
     ) -> None:
         """Register the library's handlers when the relation exists and the names are known.
 
         Args:
             charm: the charm.
-            names: what to request; None (the config is invalid) requests nothing this hook.
+            names: what to request, asked only while the relation exists (finding the unit's
+                address is a hook tool call); None (the config is invalid) requests nothing.
             relation_name: the endpoint.
         """
         super().__init__(charm, relation_name)
         self.requirer: TLSCertificatesRequiresV4 | None = None
-        if names is not None and self.model.relations[relation_name]:
-            self.requirer = _requirer(charm, relation_name, names)
+        if not self.model.relations[relation_name]:
+            return
+        requested = names()
+        if requested is not None:
+            self.requirer = _requirer(charm, relation_name, requested)
 
     def observe(self, handler: Callable[[Any], None]) -> None:
         """Send the library's `certificate_available` (first issue and renewal) to `handler`."""
