@@ -288,7 +288,8 @@ class GarmCharm(ops.CharmBase):
         )
         if status is not None:
             return status
-        return self._reconcile_objects(client, config, desired, garm_config)
+        status = self._reconcile_objects(client, config, desired, garm_config)
+        return _unless_refused(status, self._certificates.refusal() if tls is None else "")
 
     def _start(
         self, client: GarmClient, garm_config: GarmConfig, backend: str
@@ -592,6 +593,17 @@ def _public_url(config: CharmConfig, address: str, tls: TlsFiles | None) -> str:
     if tls is not None and not config.external_url:
         return "https://" + url.removeprefix("http://")
     return url
+
+
+def _unless_refused(status: ops.StatusBase, refusal: str) -> ops.StatusBase:
+    """Blocked with `refusal` where the status would be Active.
+
+    GARM works on plain HTTP, but not as the operator asked: it must not look fine. Any other
+    status says more urgent things first.
+    """
+    if refusal and isinstance(status, ops.ActiveStatus):
+        return ops.BlockedStatus(refusal)
+    return status
 
 
 def _reconcile_settings(config: CharmConfig) -> ReconcileSettings:

@@ -116,6 +116,30 @@ class Certificates(ops.Object):
             ca=str(usable[0].ca).strip() + "\n",
         )
 
+    def refusal(self) -> str:
+        """Why the provider refused this unit's request (a status text), or "" if it did not.
+
+        Only refusals of the request in force count: an error about an earlier request (before
+        `external-url` changed) says nothing about the current one.
+        """
+        if self.requirer is None:
+            return ""
+        current = {
+            str(request.certificate_signing_request)
+            for request in self.requirer.get_csrs_from_requirer_relation_data()
+        }
+        for refused in self.requirer.get_request_errors():
+            if str(refused.certificate_signing_request) in current:
+                error = refused.error
+                logger.warning(
+                    "the CA refused GARM's certificate: %s (%s)", error.message, error.code
+                )
+                return (
+                    f"certificates: the CA refused GARM's certificate ({error.name[:30]}); "
+                    "GARM serves plain HTTP, see juju debug-log"
+                )
+        return ""
+
 
 def _chain(issued: ProviderCertificate) -> str:
     """The certificate, then the intermediates the provider sent (its root left out)."""

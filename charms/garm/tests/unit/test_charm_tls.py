@@ -29,6 +29,7 @@ from tls_publication import (
     certificates_relation,
     csr_pem,
     private_key_pem,
+    refused,
     requested,
     server_context,
 )
@@ -219,6 +220,28 @@ def test_an_external_url_is_published_as_given(tls_walk: TlsWalk, workload: Reco
     assert csr.sans_dns == {"proxy.example.com", "localhost"}
     assert workload.applied[-1].tls is not None
     assert tls_walk.garm.urls["callback_url"] == "http://proxy.example.com:8080/api/v1/callbacks"
+
+
+def test_a_refused_certificate_blocks_with_garm_still_serving_http(
+    tls_walk: TlsWalk, workload: RecordingWorkload
+):
+    """Arrange: the leader asked for a certificate; GARM runs on plain HTTP.
+
+    Act: the provider refuses the request (IP SANs not allowed).
+    Assert: Blocked naming the refusal; GARM keeps running without TLS, its objects reconciled.
+    """
+    tls_walk.serve(None)
+    tls_walk.state = refused(tls_walk.state)
+
+    tls_walk.changed()
+
+    assert tls_walk.state.unit_status == testing.BlockedStatus(
+        "certificates: the CA refused GARM's certificate (IP_NOT_ALLOWED); "
+        "GARM serves plain HTTP, see juju debug-log"
+    )
+    assert workload.applied[-1].tls is None
+    assert workload.running
+    assert "GET /api/v1/scalesets" in tls_walk.garm.calls
 
 
 # The names ---------------------------------------------------------------------------------

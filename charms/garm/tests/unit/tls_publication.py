@@ -69,6 +69,19 @@ class Issuer:
         return dataclasses.replace(state, relations={answered}), str(certificate)
 
 
+def refused(state: testing.State, name: str = "IP_NOT_ALLOWED", code: int = 101) -> testing.State:
+    """The provider refuses the CSR the charm left in `state` (interface v4 `request_errors`)."""
+    relation = requested(state)
+    error = {"code": code, "name": name, "message": "IP addresses are not allowed in SANs"}
+    answered = dataclasses.replace(
+        relation,
+        remote_app_data={
+            "request_errors": json.dumps([{"csr": csr_pem(relation), "error": error}])
+        },
+    )
+    return dataclasses.replace(state, relations={answered})
+
+
 def certificates_relation() -> testing.Relation:
     """The relation before the provider answered."""
     return testing.Relation(RELATION, remote_app_name=PROVIDER)
