@@ -66,7 +66,9 @@ class Issuer:
         answered = dataclasses.replace(
             relation, remote_app_data={"certificates": json.dumps([issued])}
         )
-        return dataclasses.replace(state, relations={answered}), str(certificate)
+        return dataclasses.replace(
+            state, relations=(state.relations - {relation}) | {answered}
+        ), str(certificate)
 
 
 def refused(state: testing.State, name: str = "IP_NOT_ALLOWED", code: int = 101) -> testing.State:
@@ -79,7 +81,7 @@ def refused(state: testing.State, name: str = "IP_NOT_ALLOWED", code: int = 101)
             "request_errors": json.dumps([{"csr": csr_pem(relation), "error": error}])
         },
     )
-    return dataclasses.replace(state, relations={answered})
+    return dataclasses.replace(state, relations=(state.relations - {relation}) | {answered})
 
 
 def certificates_relation() -> testing.Relation:
@@ -103,11 +105,11 @@ def csr_pem(relation: testing.Relation) -> str:
 
 
 def private_key_pem(state: testing.State) -> str:
-    """The private key the library keeps in a unit secret."""
+    """The private key the library keeps in a unit secret (labelled `<lib id>-private-key-...`)."""
     return next(
         str(secret.tracked_content["private-key"])
         for secret in state.secrets
-        if "private-key" in secret.tracked_content
+        if secret.label and "-private-key-" in secret.label
     )
 
 
