@@ -279,8 +279,9 @@ class GarmCharm(ops.CharmBase):
         if handover is not None:
             return handover
         desired = self._desired()
-        garm_config = self._garm_config(config, creds, database, proxy, desired, version=version)
-        garm_config = dataclasses.replace(garm_config, tls=tls)
+        garm_config = self._garm_config(
+            config, creds, database, proxy, desired, version=version, tls=tls
+        )
         status = (
             self._start(client, garm_config, backend)
             or self._bootstrap(client, config, creds, tls)
@@ -356,6 +357,7 @@ class GarmCharm(ops.CharmBase):
         desired: DesiredState,
         *,
         version: str,
+        tls: TlsFiles | None,
     ) -> GarmConfig:
         return GarmConfig(
             jwt_secret=creds.jwt_secret,
@@ -373,6 +375,7 @@ class GarmCharm(ops.CharmBase):
                 in_use=None,
             ),
             garm_version=version,
+            tls=tls,
         )
 
     def _backend_problem(
