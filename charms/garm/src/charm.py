@@ -75,6 +75,7 @@ from workload import (
 logger = logging.getLogger(__name__)
 
 CONFIGURATOR_RELATION = "garm-configurator"
+CERTIFICATE_AWAITED = "waiting for a certificate (GARM serves plain HTTP)"
 PEER_RELATION = "garm-peers"
 
 
@@ -289,8 +290,24 @@ class GarmCharm(ops.CharmBase):
         )
         if status is not None:
             return status
-        status = self._reconcile_objects(client, config, desired, garm_config)
-        return _unless_refused(status, self._certificates.refusal() if tls is None else "")
+        return self._certificate_awaited(
+            self._reconcile_objects(client, config, desired, garm_config), tls
+        )
+
+    def _certificate_awaited(self, status: ops.StatusBase, tls: TlsFiles | None) -> ops.StatusBase:
+        """`status`, unless a certificate is asked for and GARM still serves plain HTTP.
+
+        Then an Active status says so, and a refusal by the CA is Blocked: GARM works, but not
+        as the operator asked, so it must not look fine. Other statuses say more urgent things.
+        """
+        if tls is not None or not self._certificates.requested():
+            return status
+        if not isinstance(status, ops.ActiveStatus):
+            return status
+        refusal = self._certificates.refusal()
+        if refusal:
+            return ops.BlockedStatus(refusal)
+        return ops.ActiveStatus(fit([CERTIFICATE_AWAITED, status.message], "; "))
 
     def _start(
         self, client: GarmClient, garm_config: GarmConfig, backend: str
@@ -596,17 +613,6 @@ def _public_url(config: CharmConfig, address: str, tls: TlsFiles | None) -> str:
     if tls is not None and not config.external_url:
         return "https://" + url.removeprefix("http://")
     return url
-
-
-def _unless_refused(status: ops.StatusBase, refusal: str) -> ops.StatusBase:
-    """Blocked with `refusal` where the status would be Active.
-
-    GARM works on plain HTTP, but not as the operator asked: it must not look fine. Any other
-    status says more urgent things first.
-    """
-    if refusal and isinstance(status, ops.ActiveStatus):
-        return ops.BlockedStatus(refusal)
-    return status
 
 
 def _reconcile_settings(config: CharmConfig) -> ReconcileSettings:

@@ -116,6 +116,10 @@ class Certificates(ops.Object):
             ca=str(usable[0].ca).strip() + "\n",
         )
 
+    def requested(self) -> bool:
+        """Whether this unit asks for a certificate (the relation exists, the config is valid)."""
+        return self.requirer is not None
+
     def refusal(self) -> str:
         """Why the provider refused this unit's request (a status text), or "" if it did not.
 

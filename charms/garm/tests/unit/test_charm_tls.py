@@ -222,6 +222,23 @@ def test_an_external_url_is_published_as_given(tls_walk: TlsWalk, workload: Reco
     assert tls_walk.garm.urls["callback_url"] == "http://proxy.example.com:8080/api/v1/callbacks"
 
 
+def test_until_the_certificate_arrives_active_says_garm_serves_plain_http(
+    tls_walk: TlsWalk, workload: RecordingWorkload
+):
+    """Arrange: the leader asked for a certificate; the CA has not answered. Act: a hook.
+
+    Assert: GARM runs without TLS, and the Active status says it serves plain HTTP meanwhile.
+    """
+    tls_walk.serve(None)
+
+    tls_walk.state = tls_walk.ctx.run(tls_walk.ctx.on.update_status(), tls_walk.state)
+
+    assert workload.applied[-1].tls is None
+    assert tls_walk.state.unit_status == testing.ActiveStatus(
+        "waiting for a certificate (GARM serves plain HTTP)"
+    )
+
+
 def test_a_refused_certificate_blocks_with_garm_still_serving_http(
     tls_walk: TlsWalk, workload: RecordingWorkload
 ):
