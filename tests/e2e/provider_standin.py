@@ -28,10 +28,14 @@ STATE = Path("instances.json")
 ENVIRONMENT_LOG = Path("environment.jsonl")
 FAKE_PROVIDER_DIR = "."
 
-# What a runner does once its VM booted: the last steps of GARM's runner install script.
+# What a runner does once its VM booted: the last steps of GARM's runner install script. It
+# trusts only the CA bundle GARM sent (`ca-cert-bundle`, base64), as cloud-init would install it
+# on a real VM; without one, only the system's CAs.
 RUNNER = """
-import json, sys, time, urllib.request
+import base64, json, ssl, sys, time, urllib.request
 bootstrap = json.load(sys.stdin)
+bundle = bootstrap.get("ca-cert-bundle")
+context = ssl.create_default_context(cadata=base64.b64decode(bundle).decode()) if bundle else None
 time.sleep(1)
 for status in ("installing", "idle"):
     request = urllib.request.Request(
@@ -40,7 +44,7 @@ for status in ("installing", "idle"):
         headers={"Authorization": "Bearer " + bootstrap["instance-token"]},
         method="POST",
     )
-    urllib.request.urlopen(request, timeout=10).close()
+    urllib.request.urlopen(request, timeout=10, context=context).close()
 """
 
 

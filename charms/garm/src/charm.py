@@ -20,6 +20,7 @@ import ops
 
 import cos_agent
 import debug_ssh
+import garm_tls
 from charm_state import (
     POSTGRESQL,
     SQLITE,
@@ -52,6 +53,7 @@ from garm_bootstrap import (
     wait_until_serving,
 )
 from garm_objects import list_scalesets, reconcile_objects
+from metrics_token import token_is_current
 from provider_retention import retained_providers, retention_message
 from reconcile_tick import ReconcileTick, TickError, TickSchedule
 from scaleset_reconciler import ReconcileSettings
@@ -63,6 +65,7 @@ from workload import (
     GarmConfig,
     ProxyConfig,
     ResourceError,
+    TlsFiles,
     Workload,
     WorkloadError,
     garm_built_after_v0_2_1,
@@ -72,6 +75,7 @@ from workload import (
 logger = logging.getLogger(__name__)
 
 CONFIGURATOR_RELATION = "garm-configurator"
+CERTIFICATE_AWAITED = "waiting for a certificate (GARM serves plain HTTP)"
 PEER_RELATION = "garm-peers"
 
 
@@ -122,6 +126,7 @@ class GarmCharm(ops.CharmBase):
         self._tick = ReconcileTick()
         self._secrets = JujuSecretStore(self.model)
         self._database = Database(self)
+        self._certificates = garm_tls.Certificates(self, self._certificate_names)
         self._status: ops.StatusBase | None = None
         for event in (
             self.on.install,
@@ -137,6 +142,8 @@ class GarmCharm(ops.CharmBase):
             self.on[CONFIGURATOR_RELATION].relation_broken,
             self.on[debug_ssh.RELATION].relation_changed,
             self.on[debug_ssh.RELATION].relation_broken,
+            self.on[garm_tls.RELATION_NAME].relation_changed,
+            self.on[garm_tls.RELATION_NAME].relation_broken,
             self.on[PEER_RELATION].relation_changed,
             self.on[PEER_RELATION].relation_departed,
             self.on[cos_agent.RELATION_NAME].relation_joined,
@@ -145,6 +152,7 @@ class GarmCharm(ops.CharmBase):
         ):
             framework.observe(event, self._reconcile)
         self._database.observe(self._reconcile)
+        self._certificates.observe(self._reconcile)
         framework.observe(self.on.remove, self._on_remove)
         framework.observe(self.on.get_credentials_action, self._on_get_credentials)
         framework.observe(self.on.list_scalesets_action, self._on_list_scalesets)
@@ -155,6 +163,14 @@ class GarmCharm(ops.CharmBase):
     @property
     def _database_relation(self) -> str:
         return "database"
+
+    def _certificate_names(self) -> garm_tls.CertificateNames | None:
+        """What GARM's certificate must cover; None while the config is invalid (it blocks)."""
+        try:
+            config = parse_config(self.config)
+        except InvalidConfigError:
+            return None
+        return garm_tls.certificate_names(config.external_url, self._address())
 
     # The reconcile ------------------------------------------------------------------------
 
@@ -201,7 +217,12 @@ class GarmCharm(ops.CharmBase):
         except InvalidConfigError:
             return  # the status names the option; what was published stays until it is fixed
         try:
-            cos_agent.publish(self, port=port, runs_garm=self.unit.is_leader())
+            cos_agent.publish(
+                self,
+                port=port,
+                runs_garm=self.unit.is_leader(),
+                tls=self._certificates.tls_files() is not None,
+            )
         except (ops.ModelError, OSError, ValueError) as error:
             logger.warning("cos-agent data not published (retried at the next hook): %s", error)
 
@@ -252,7 +273,8 @@ class GarmCharm(ops.CharmBase):
         unusable = _database_unusable(database, version)
         if unusable is not None:
             return unusable
-        client = GarmClient(self._local_url(config))
+        tls = self._certificates.tls_files()
+        client = _local_client(config, tls)
         backend = POSTGRESQL if database.postgres is not None else SQLITE
         problem = self._backend_problem(backend, client, creds)
         if problem is not None:
@@ -262,13 +284,34 @@ class GarmCharm(ops.CharmBase):
         if handover is not None:
             return handover
         desired = self._desired()
-        garm_config = self._garm_config(config, creds, database, proxy, desired, version=version)
-        status = self._start(client, garm_config, backend) or self._bootstrap(
-            client, config, creds
+        garm_config = self._garm_config(
+            config, creds, database, proxy, desired, version=version, tls=tls
+        )
+        status = (
+            self._start(client, garm_config, backend)
+            or self._bootstrap(client, config, creds, tls)
+            or self._keep_metrics_token(client, creds)
         )
         if status is not None:
             return status
-        return self._reconcile_objects(client, config, desired, garm_config)
+        return self._certificate_awaited(
+            self._reconcile_objects(client, config, desired, garm_config), tls
+        )
+
+    def _certificate_awaited(self, status: ops.StatusBase, tls: TlsFiles | None) -> ops.StatusBase:
+        """`status`, unless a certificate is asked for and GARM still serves plain HTTP.
+
+        Then an Active status says so, and a refusal by the CA is Blocked: GARM works, but not
+        as the operator asked, so it must not look fine. Other statuses say more urgent things.
+        """
+        if tls is not None or not self._certificates.requested():
+            return status
+        if not isinstance(status, ops.ActiveStatus):
+            return status
+        refusal = self._certificates.refusal()
+        if refusal:
+            return ops.BlockedStatus(refusal)
+        return ops.ActiveStatus(fit([CERTIFICATE_AWAITED, status.message], "; "))
 
     def _start(
         self, client: GarmClient, garm_config: GarmConfig, backend: str
@@ -342,6 +385,7 @@ class GarmCharm(ops.CharmBase):
         desired: DesiredState,
         *,
         version: str,
+        tls: TlsFiles | None,
     ) -> GarmConfig:
         return GarmConfig(
             jwt_secret=creds.jwt_secret,
@@ -359,6 +403,7 @@ class GarmCharm(ops.CharmBase):
                 in_use=None,
             ),
             garm_version=version,
+            tls=tls,
         )
 
     def _backend_problem(
@@ -405,9 +450,15 @@ class GarmCharm(ops.CharmBase):
             peers.data[self.unit].update(running_flag(running))
 
     def _bootstrap(
-        self, client: GarmClient, config: CharmConfig, creds: BootstrapSecrets
+        self,
+        client: GarmClient,
+        config: CharmConfig,
+        creds: BootstrapSecrets,
+        tls: TlsFiles | None,
     ) -> ops.StatusBase | None:
-        urls = ControllerUrls.from_base(config.base_url(self._address()))
+        urls = ControllerUrls.from_base(
+            _public_url(config, self._address(), tls), tls.ca.encode() if tls else b""
+        )
         try:
             bootstrap(client, creds, urls)
         except GarmUnreachable:
@@ -422,6 +473,29 @@ class GarmCharm(ops.CharmBase):
                 f"GARM refused its bootstrap ({error.operation}, HTTP {error.status}): "
                 "see juju debug-log"
             )
+        return None
+
+    def _keep_metrics_token(
+        self, client: GarmClient, creds: BootstrapSecrets
+    ) -> ops.StatusBase | None:
+        """Keep a valid metrics token where the scrape job points, while COS is related.
+
+        A refusal only leaves the scrape failing (logged, retried at the next hook); an outage
+        interrupts the reconcile like any other.
+        """
+        if not self.model.relations[cos_agent.RELATION_NAME]:
+            return None
+        if token_is_current(self._workload.metrics_token(), creds.jwt_secret, utc_now()):
+            return None
+        try:
+            token = client.metrics_token()
+        except GarmUnreachable as error:
+            return _interrupted(error)
+        except (GarmApiError, WireFormatError) as error:
+            logger.warning("no metrics token for the scrape (retried at the next hook): %s", error)
+            return None
+        self._workload.write_metrics_token(token)
+        logger.info("wrote a new metrics token for the scrape")
         return None
 
     # Other events -------------------------------------------------------------------------
@@ -439,10 +513,11 @@ class GarmCharm(ops.CharmBase):
             )
             return
         try:
-            url = parse_config(self.config).base_url(self._address())
+            config = parse_config(self.config)
         except InvalidConfigError as error:
             event.fail(str(error))
             return
+        url = _public_url(config, self._address(), self._certificates.tls_files())
         event.set_results(
             {"username": creds.admin_username, "password": creds.admin_password, "url": url}
         )
@@ -457,7 +532,7 @@ class GarmCharm(ops.CharmBase):
             return
         try:
             config = parse_config(self.config)
-            client = GarmClient(self._local_url(config))
+            client = _local_client(config, self._certificates.tls_files())
             client.login(creds.admin_username, creds.admin_password)
             listing = list_scalesets(
                 client,
@@ -528,9 +603,27 @@ class GarmCharm(ops.CharmBase):
         address = self.model.get_binding(CONFIGURATOR_RELATION).network.ingress_address
         return str(address) if address is not None else "127.0.0.1"
 
-    @staticmethod
-    def _local_url(config: CharmConfig) -> str:
-        return f"http://127.0.0.1:{config.port}"
+
+def _local_client(config: CharmConfig, tls: TlsFiles | None) -> GarmClient:
+    """A client for GARM on this machine; with TLS it verifies GARM against the relation's CA.
+
+    `127.0.0.1` is among the certificate's names (`garm_tls.certificate_names`).
+    """
+    if tls is None:
+        return GarmClient(f"http://127.0.0.1:{config.port}")
+    return GarmClient(f"https://{garm_tls.LOCAL_URL_HOST}:{config.port}", ca_cert=tls.ca)
+
+
+def _public_url(config: CharmConfig, address: str, tls: TlsFiles | None) -> str:
+    """Where runners and GitHub reach GARM: `external-url` as given, else the unit's address.
+
+    The default follows what GARM serves (https with a certificate); an `external-url` is the
+    operator's (a proxy in front of GARM may speak either), so it is never rewritten.
+    """
+    url = config.base_url(address)
+    if tls is not None and not config.external_url:
+        return "https://" + url.removeprefix("http://")
+    return url
 
 
 def _reconcile_settings(config: CharmConfig) -> ReconcileSettings:

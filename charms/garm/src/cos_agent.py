@@ -21,6 +21,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from workload_host import Paths
+
 if TYPE_CHECKING:
     import ops
     from cosl import JujuTopology
@@ -32,6 +34,8 @@ JOB_NAME: Final = "garm"
 METRICS_PATH: Final = "/metrics"
 
 _CHARM_ROOT: Final = Path(__file__).resolve().parent.parent
+# Where the scrape finds the metrics token and GARM's CA on the machine.
+MACHINE: Final = Paths(Path("/"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,13 +69,14 @@ class Sources:
 SOURCES: Final = Sources.of_charm(_CHARM_ROOT)
 
 
-def publish(charm: ops.CharmBase, *, port: int, runs_garm: bool) -> None:
+def publish(charm: ops.CharmBase, *, port: int, runs_garm: bool, tls: bool = False) -> None:
     """Write this unit's data into every cos-agent relation whose copy differs.
 
     Args:
         charm: the charm whose unit databags are written.
         port: GARM's API port, which also serves `/metrics`.
         runs_garm: whether this unit runs GARM (the leader).
+        tls: whether GARM serves HTTPS (the `certificates` relation's certificate).
 
     Raises:
         ops.ModelError: a databag could not be written.
@@ -89,6 +94,7 @@ def publish(charm: ops.CharmBase, *, port: int, runs_garm: bool) -> None:
         port=port,
         runs_garm=runs_garm,
         sources=SOURCES,
+        tls=tls,
     )
     for relation in relations:
         databag = relation.data[charm.unit]
@@ -98,7 +104,13 @@ def publish(charm: ops.CharmBase, *, port: int, runs_garm: bool) -> None:
 
 
 def build_unit_data(
-    *, charm_name: str, topology: JujuTopology, port: int, runs_garm: bool, sources: Sources
+    *,
+    charm_name: str,
+    topology: JujuTopology,
+    port: int,
+    runs_garm: bool,
+    sources: Sources,
+    tls: bool = False,
 ) -> dict[str, str]:
     """The unit databag content of a cos-agent relation.
 
@@ -108,6 +120,7 @@ def build_unit_data(
         port: GARM's API port, which also serves `/metrics`.
         runs_garm: whether this unit runs GARM; only then is a scrape job published.
         sources: where the rules and dashboards are.
+        tls: whether GARM serves HTTPS.
 
     Returns:
         `{"config": <JSON>}`, serialised with sorted keys so an unchanged result compares equal.
@@ -120,19 +133,30 @@ def build_unit_data(
         "metrics_alert_rules": _alert_rules("promql", topology, sources.metrics_rules),
         "log_alert_rules": _alert_rules("logql", topology, sources.log_rules),
         "dashboards": _dashboards(charm_name, sources),
-        "metrics_scrape_jobs": [scrape_job(port)] if runs_garm else [],
+        "metrics_scrape_jobs": [scrape_job(port, tls=tls)] if runs_garm else [],
         "log_slots": [],
     }
     return {DATA_KEY: json.dumps(config, sort_keys=True)}
 
 
-def scrape_job(port: int) -> dict[str, Any]:
-    """The Prometheus scrape config for GARM on this machine (`/metrics` needs no token)."""
-    return {
+def scrape_job(port: int, *, tls: bool = False, paths: Paths = MACHINE) -> dict[str, Any]:
+    """The Prometheus scrape config for GARM on this machine.
+
+    `/metrics` answers only GARM's metrics token (garm-behaviour B28). The token stays on this
+    machine: the job names the file the charm keeps it in, never the token, so no secret goes
+    into relation data. With TLS the scrape verifies GARM against the certificate's CA, also by
+    path; `localhost` is among the certificate's names.
+    """
+    job: dict[str, Any] = {
         "job_name": JOB_NAME,
         "metrics_path": METRICS_PATH,
         "static_configs": [{"targets": [f"localhost:{port}"]}],
+        "authorization": {"type": "Bearer", "credentials_file": str(paths.metrics_token)},
     }
+    if tls:
+        job["scheme"] = "https"
+        job["tls_config"] = {"ca_file": str(paths.tls_ca)}
+    return job
 
 
 def _alert_rules(query_type: QueryType, topology: JujuTopology, directory: Path) -> dict[str, Any]:

@@ -177,8 +177,20 @@ class GarmClient:
         *,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
+        ca_cert: str = "",
     ) -> None:
+        """Bind the client to GARM at `base_url`.
+
+        Args:
+            base_url: GARM's address, `http://` or `https://`.
+            token: a bearer token to start with.
+            connect_timeout: seconds to wait for a connection.
+            read_timeout: seconds to wait for an answer.
+            ca_cert: PEM CA(s) an `https://` GARM's certificate must chain to; empty trusts the
+                system's CAs. The certificate is always verified.
+        """
         self.base_url = base_url.rstrip("/")
+        self._ca_cert = ca_cert
         self._token = token
         self._timeout = (connect_timeout, read_timeout)
         self._api_client: Any = None
@@ -224,13 +236,24 @@ class GarmClient:
         callback_url: str | None = None,
         webhook_url: str | None = None,
         agent_url: str | None = None,
+        ca_cert_bundle: bytes | None = None,
     ) -> ControllerInfo:
-        """Set the controller URLs runners and GitHub use to reach GARM."""
+        """Set the controller URLs runners and GitHub use to reach GARM.
+
+        `ca_cert_bundle` (PEM) is what runners trust GARM's certificate with; empty bytes clear
+        it, None leaves it as it is (garm-behaviour B29).
+        """
+        bundle: dict[str, Any] = {}
+        if ca_cert_bundle:
+            bundle["ca_cert_bundle"] = _b64(ca_cert_bundle)
+        elif ca_cert_bundle is not None:
+            bundle["clear_ca_cert_bundle"] = True
         body = self._models().UpdateControllerParams(
             metadata_url=metadata_url,
             callback_url=callback_url,
             webhook_url=webhook_url,
             agent_url=agent_url,
+            **bundle,
         )
         return ControllerInfo.from_wire(
             self._object("update controller", self._apis().update_controller, body=body)
@@ -657,6 +680,8 @@ class GarmClient:
         # One attempt per call: the next reconcile retries, and an outage must show at once.
         configuration.retries = urllib3.Retry(total=0, redirect=0, raise_on_status=False)
         configuration.api_key_prefix["Bearer"] = "Bearer"
+        if self._ca_cert:
+            configuration.ca_cert_data = self._ca_cert
         if self._token:
             configuration.api_key["Bearer"] = self._token
         return garm_client.ApiClient(configuration)

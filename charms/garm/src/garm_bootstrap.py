@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -77,15 +78,20 @@ class BootstrapSecrets:
 
 @dataclasses.dataclass(frozen=True)
 class ControllerUrls:
-    """The URLs GARM gives runners and GitHub, as `garm-cli init` derives them."""
+    """The URLs GARM gives runners and GitHub, as `garm-cli init` derives them.
+
+    `ca_cert_bundle` (PEM) is the CA runners trust GARM's certificate with; GARM hands it to
+    every new runner (garm-behaviour B29). Empty: GARM keeps none.
+    """
 
     metadata_url: str
     callback_url: str
     webhook_url: str
     agent_url: str
+    ca_cert_bundle: bytes = b""
 
     @classmethod
-    def from_base(cls, base_url: str) -> ControllerUrls:
+    def from_base(cls, base_url: str, ca_cert_bundle: bytes = b"") -> ControllerUrls:
         """Derive every URL from the external base URL."""
         base = base_url.rstrip("/")
         return cls(
@@ -93,16 +99,33 @@ class ControllerUrls:
             callback_url=f"{base}/api/v1/callbacks",
             webhook_url=f"{base}/webhooks",
             agent_url=f"{base}/agent",
+            ca_cert_bundle=ca_cert_bundle,
         )
 
     def matches(self, info: ControllerInfo) -> bool:
-        """Whether GARM already has these URLs."""
+        """Whether GARM already has these URLs and this CA bundle."""
         return (
             info.metadata_url == self.metadata_url
             and info.callback_url == self.callback_url
             and info.webhook_url == self.webhook_url
             and info.agent_url == self.agent_url
+            and pem_blocks(info.ca_cert_bundle) == pem_blocks(self.ca_cert_bundle)
         )
+
+
+def pem_blocks(bundle: bytes) -> tuple[bytes, ...]:
+    """The certificates of a PEM bundle as their base64 bodies, once each, in order.
+
+    GARM stores a bundle re-encoded and without duplicates (garm-behaviour B29), so bundles
+    are compared by their certificates, never byte for byte.
+    """
+    bodies = (re.sub(rb"\s+", b"", body) for body in _PEM_BODY.findall(bundle))
+    return tuple(dict.fromkeys(bodies))
+
+
+_PEM_BODY: Final = re.compile(
+    rb"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", re.DOTALL
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,10 +249,21 @@ def bootstrap(
             callback_url=urls.callback_url,
             webhook_url=urls.webhook_url,
             agent_url=urls.agent_url,
+            ca_cert_bundle=_bundle_change(urls, info),
         ),
     )
     logger.info("set GARM's controller URLs under %s", urls.webhook_url.rsplit("/", 1)[0])
     return BootstrapReport(initialised=initialised, urls_updated=True)
+
+
+def _bundle_change(urls: ControllerUrls, info: ControllerInfo | None) -> bytes | None:
+    """The bundle to send: ours, b"" to clear GARM's, or None when GARM has none to clear.
+
+    None keeps the request what it was before TLS existed, for a GARM that never had one.
+    """
+    if urls.ca_cert_bundle or (info is not None and info.ca_cert_bundle):
+        return urls.ca_cert_bundle
+    return None
 
 
 def login(client: GarmClient, creds: BootstrapSecrets) -> bool:

@@ -59,6 +59,11 @@ def render_files(config: GarmConfig, paths: Paths) -> dict[Path, RenderedFile]:
     if database:
         ca_cert = config.postgres.ca_cert if config.postgres else ""
         files[paths.postgresql_ca] = (ca_cert.encode(), READ_BY_GARM, True)
+    if config.tls is not None:
+        files[paths.tls_certificate] = (config.tls.certificate_chain.encode(), READ_BY_GARM, True)
+        files[paths.tls_private_key] = (config.tls.private_key.encode(), READ_BY_GARM, True)
+        # Public, for every client on this machine; GARM itself never reads it.
+        files[paths.tls_ca] = (config.tls.ca.encode(), 0o644, False)
     for provider in config.providers:
         files[paths.provider_config(provider.name)] = (
             render_provider_config(provider, paths).encode(),
@@ -88,6 +93,9 @@ def write_files(
     for path, (content, mode, garm_reads) in files.items():
         _write_if_changed(path, content, mode, group=group if garm_reads else -1, paths=paths)
     _remove_stale_providers(config, paths)
+    if config.tls is None:
+        for path in (paths.tls_certificate, paths.tls_private_key, paths.tls_ca):
+            remove_tree(path)
 
 
 def _database_environment(config: GarmConfig, paths: Paths) -> dict[str, str]:
@@ -167,10 +175,11 @@ def render_config(config: GarmConfig, paths: Paths, proxy: Mapping[str, str]) ->
     """GARM's config.toml, with `proxy` (see `service_proxy`) where the GARM reads [proxy]."""
     document: dict[str, Any] = {
         "logging": {"log_level": config.log_level, "log_format": "text"},
-        "metrics": {"enable": True, "disable_auth": True},
+        # /metrics answers only a metrics token GARM issued (garm-behaviour B28): the API port
+        # is exposed to runners, and GARM cannot serve metrics on another address.
+        "metrics": {"enable": True, "disable_auth": False},
         "jwt_auth": {"secret": config.jwt_secret, "time_to_live": JWT_TIME_TO_LIVE},
-        # An IP literal: GARM rejects host names here.
-        "apiserver": {"bind": "0.0.0.0", "port": config.port, "use_tls": False},  # noqa: S104
+        "apiserver": _apiserver_section(config, paths),
         "database": _database_section(config, paths),
         "provider": [_provider_section(name, paths) for name in config.provider_names],
     }
@@ -179,6 +188,22 @@ def render_config(config: GarmConfig, paths: Paths, proxy: Mapping[str, str]) ->
     if not document["provider"]:
         del document["provider"]
     return tomli_w.dumps(document)
+
+
+def _apiserver_section(config: GarmConfig, paths: Paths) -> dict[str, Any]:
+    """Plain HTTP, or HTTPS only, on the same port, with the relation's certificate.
+
+    GARM serves one or the other, never both (garm-behaviour B27).
+    """
+    # An IP literal: GARM rejects host names here.
+    section: dict[str, Any] = {"bind": "0.0.0.0", "port": config.port}  # noqa: S104
+    section["use_tls"] = config.tls is not None
+    if config.tls is not None:
+        section["tls"] = {
+            "certificate": str(paths.tls_certificate),
+            "key": str(paths.tls_private_key),
+        }
+    return section
 
 
 def _database_section(config: GarmConfig, paths: Paths) -> dict[str, Any]:

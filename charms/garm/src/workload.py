@@ -32,7 +32,7 @@ from releases import (
     fetch_url,
 )
 from rendering import RenderedFile, render_files, rendered_provider_names, write_files
-from workload_config import GarmConfig, OpenStackProvider, PostgresConfig, ProxyConfig
+from workload_config import GarmConfig, OpenStackProvider, PostgresConfig, ProxyConfig, TlsFiles
 from workload_host import (
     COMMAND_TIMEOUT_SECONDS,
     SYSTEM_USER,
@@ -71,6 +71,7 @@ __all__ = [
     "Release",
     "ResourceError",
     "Runner",
+    "TlsFiles",
     "Workload",
     "WorkloadError",
     "garm_built_after_v0_2_1",
@@ -157,7 +158,8 @@ class Workload:
     def remove(self) -> None:
         """Stop and disable GARM, remove its unit and every file holding a credential.
 
-        `config.toml`, the environment file, the PostgreSQL CA and every provider's files go;
+        `config.toml`, the environment file, the PostgreSQL CA, the TLS certificate and key, the
+        metrics token and every provider's files go;
         GARM's data (`/var/lib/garm`, the SQLite database) stays on disk, encrypted with a
         passphrase that went with the Juju secrets. Best effort on systemd: a remove hook that
         failed there would leave the unit stuck in error.
@@ -167,6 +169,10 @@ class Workload:
             self.paths.config,
             self.paths.environment,
             self.paths.postgresql_ca,
+            self.paths.tls_certificate,
+            self.paths.tls_private_key,
+            self.paths.tls_ca,
+            self.paths.metrics_token,
             self.paths.provider_dirs,
         ):
             remove_tree(path)
@@ -208,6 +214,17 @@ class Workload:
             raise CommandError(
                 f"garm admin password-reset failed with exit status {result.returncode}"
             )
+
+    def metrics_token(self) -> str:
+        """The token the metrics scrape sends; empty when none was written."""
+        return read_text(self.paths.metrics_token).strip()
+
+    def write_metrics_token(self, token: str) -> None:
+        """Keep the scrape's token where its scrape job points (root only, 0600).
+
+        Not a file GARM runs with: a new token never restarts GARM.
+        """
+        write_atomic(self.paths.metrics_token, token.encode(), 0o600)
 
     def record_backend(self, backend: str) -> None:
         """Remember which backend GARM now keeps its state in."""

@@ -57,6 +57,17 @@ class OpenStackProvider:
 
 
 @dataclasses.dataclass(frozen=True)
+class TlsFiles:
+    """The certificate GARM serves its API with (the `certificates` relation's), all PEM."""
+
+    # The server certificate, then any intermediates: what GARM sends in its handshake.
+    certificate_chain: str
+    private_key: str = dataclasses.field(repr=False)
+    # The CA that signed it: clients of this machine (the scrape, the charm) verify with it.
+    ca: str
+
+
+@dataclasses.dataclass(frozen=True)
 class GarmConfig:
     """Everything config.toml and the provider files are rendered from."""
 
@@ -72,6 +83,8 @@ class GarmConfig:
     kept_providers: tuple[str, ...] = ()
     # What `garm --version` printed: decides whether config.toml may carry a [proxy] section.
     garm_version: str = ""
+    # None serves plain HTTP; a certificate makes GARM serve HTTPS only, on the same port.
+    tls: TlsFiles | None = None
 
     @property
     def kept_only(self) -> tuple[str, ...]:

@@ -139,6 +139,26 @@ class Paths:
         return self.etc / "postgresql-ca.pem"
 
     @property
+    def tls_certificate(self) -> Path:
+        """The certificate chain GARM serves HTTPS with."""
+        return self.etc / "server.crt"
+
+    @property
+    def tls_private_key(self) -> Path:
+        """The certificate's private key."""
+        return self.etc / "server.key"
+
+    @property
+    def tls_ca(self) -> Path:
+        """The CA of GARM's certificate, for clients on this machine (the metrics scrape)."""
+        return self.etc / "ca.pem"
+
+    @property
+    def metrics_token(self) -> Path:
+        """The token the metrics scrape sends to GARM's `/metrics` (GARM never reads it)."""
+        return self.etc / "metrics-token"
+
+    @property
     def data(self) -> Path:
         """GARM's state directory (the only one the service may write)."""
         return self.root / "var" / "lib" / "garm"

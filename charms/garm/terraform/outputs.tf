@@ -6,6 +6,7 @@ output "app_name" {
 output "requires" {
   description = "Endpoints the application requires, for juju_integration."
   value = {
+    certificates      = "certificates"
     database          = "database"
     garm_configurator = "garm-configurator"
   }

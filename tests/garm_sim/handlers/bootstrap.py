@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import re
 import uuid
 from functools import partial
 from typing import Any
@@ -95,6 +97,8 @@ def controller_json(request: Request) -> dict[str, Any]:
     }
     if controller.agent_releases_fetched_at:
         out["cached_garm_agent_release_fetched_at"] = controller.agent_releases_fetched_at
+    if controller.ca_cert_bundle:
+        out["ca_cert_bundle"] = controller.ca_cert_bundle
     return out
 
 
@@ -118,6 +122,9 @@ def update_controller(request: Request) -> Response:
         if request.state.garm_version != V021:
             updates["agent_releases_fetched_at"] = request.state.clock.stamp()
     backoff = body.uint("minimum_job_age_backoff")
+    bundle = _ca_bundle_update(body.string("ca_cert_bundle"), body.boolean("clear_ca_cert_bundle"))
+    if bundle is not None:
+        updates["ca_cert_bundle"] = bundle
     for key, value in updates.items():
         setattr(controller, key, value)
     if backoff is not None:
@@ -125,6 +132,37 @@ def update_controller(request: Request) -> Response:
     info = controller_json(request)
     info.pop("hostname")  # GARM does not fill it in the PUT answer
     return Response(200, info)
+
+
+def _ca_bundle_update(encoded: str | None, clear: bool | None) -> str | None:
+    """The controller's new CA bundle (base64), "" to clear it, None to leave it.
+
+    GARM keeps the bundle re-encoded: each certificate once, as standard 64-column PEM
+    (garm-behaviour B29).
+    """
+    if encoded and clear:
+        raise bad_request("ca_cert_bundle and clear_ca_cert_bundle are mutually exclusive")
+    if clear:
+        return ""
+    if not encoded:
+        return None
+    try:
+        pem = base64.b64decode(encoded, validate=True)
+    except ValueError:
+        raise bad_request("invalid ca_cert_bundle") from None
+    bodies = [re.sub(rb"\s+", b"", body) for body in _PEM_BODY.findall(pem)]
+    if not bodies:
+        raise bad_request("invalid ca_cert_bundle")
+    blocks = [
+        b"-----BEGIN CERTIFICATE-----\n"
+        + b"\n".join(body[i : i + 64] for i in range(0, len(body), 64))
+        + b"\n-----END CERTIFICATE-----\n"
+        for body in dict.fromkeys(bodies)
+    ]
+    return base64.b64encode(b"".join(blocks)).decode()
+
+
+_PEM_BODY = re.compile(rb"-----BEGIN CERTIFICATE-----(.*?)-----END CERTIFICATE-----", re.DOTALL)
 
 
 def metrics_token(signer: TokenSigner, request: Request) -> Response:

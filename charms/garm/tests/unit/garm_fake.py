@@ -43,6 +43,11 @@ class FakeGarm:
     tokens: set[str] = dataclasses.field(default_factory=set[str])
     scalesets_body: str = "[]"
     credentials_body: str = "null"
+    # What PUT /controller last set as the runners' CA bundle (base64 of the PEM), "" for none.
+    ca_cert_bundle: str = ""
+    # What GET /metrics-token answers, and how often it was asked.
+    metrics_token: str = "metrics.token.signature"
+    metrics_tokens_issued: int = 0
     # When set, the next token handed out is already expired (GARM answers 401 to it).
     expire_next_token: bool = False
     # "METHOD /path" -> (HTTP status, raw body): answered instead of the route, every time.
@@ -70,6 +75,7 @@ class FakeGarm:
             ("GET", "/api/v1/github/credentials"): self._credentials,
             ("GET", "/api/v1/instances"): lambda _: _json(200, []),
             ("GET", "/api/v1/templates"): lambda _: _json(200, []),
+            ("GET", "/api/v1/metrics-token"): self._metrics_token,
         }.get((request.method, request.path))
         if route is None:
             return _json(404, {"error": "Not Found", "details": ""})
@@ -131,7 +137,18 @@ class FakeGarm:
             return refused
         body = request.get_json()
         self.urls.update({key: body[key] for key in URL_FIELDS if body.get(key)})
+        if body.get("ca_cert_bundle"):
+            self.ca_cert_bundle = body["ca_cert_bundle"]
+        elif body.get("clear_ca_cert_bundle"):
+            self.ca_cert_bundle = ""
         return _json(200, self._info())
+
+    def _metrics_token(self, request: Request) -> Response:
+        refused = self._gate(request)
+        if refused is not None:
+            return refused
+        self.metrics_tokens_issued += 1
+        return _json(200, {"token": self.metrics_token})
 
     def _scalesets(self, request: Request) -> Response:
         return self._gate(request) or Response(
@@ -155,6 +172,9 @@ class FakeGarm:
             "version": "v0.2.1",
         }
         info.update(self.urls)
+        if self.ca_cert_bundle:
+            # GARM answers the bundle it keeps base64-encoded (garm-behaviour B29).
+            info["ca_cert_bundle"] = self.ca_cert_bundle
         if self.urls.get("webhook_url"):
             info["controller_webhook_url"] = f"{self.urls['webhook_url']}/{CONTROLLER_ID}"
         return info

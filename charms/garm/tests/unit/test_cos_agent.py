@@ -38,7 +38,9 @@ KNOWN_METRICS = {
 _PROMQL_WORDS = {"sum", "by", "rate", "max", "or", "vector", "and", "on"}
 
 
-def build(*, runs_garm: bool = True, port: int = 9997, sources: Any = None) -> dict[str, Any]:
+def build(
+    *, runs_garm: bool = True, port: int = 9997, sources: Any = None, tls: bool = False
+) -> dict[str, Any]:
     """The decoded `config` value the builder returns for the charm's own sources."""
     data = cos_agent.build_unit_data(
         charm_name="garm",
@@ -46,6 +48,7 @@ def build(*, runs_garm: bool = True, port: int = 9997, sources: Any = None) -> d
         port=port,
         runs_garm=runs_garm,
         sources=sources or cos_agent.SOURCES,
+        tls=tls,
     )
     assert list(data) == ["config"]
     return json.loads(data["config"])
@@ -71,7 +74,10 @@ def metric_names(expression: str) -> set[str]:
 
 
 def test_leader_publishes_a_scrape_job_for_garms_metrics():
-    """Arrange: the unit runs GARM on port 9997. Act: build. Assert: one job, localhost:9997."""
+    """Arrange: the unit runs GARM on port 9997. Act: build.
+
+    Assert: one job, localhost:9997, sending the token from the file the charm keeps it in.
+    """
     config = build(runs_garm=True, port=9997)
 
     assert config["metrics_scrape_jobs"] == [
@@ -79,8 +85,23 @@ def test_leader_publishes_a_scrape_job_for_garms_metrics():
             "job_name": "garm",
             "metrics_path": "/metrics",
             "static_configs": [{"targets": ["localhost:9997"]}],
+            "authorization": {"type": "Bearer", "credentials_file": "/etc/garm/metrics-token"},
         }
     ]
+
+
+def test_with_tls_the_scrape_is_https_verified_against_the_ca_file():
+    """Arrange: GARM serves HTTPS. Act: build.
+
+    Assert: the job scrapes https, verifies with GARM's CA by path, still sends the token file.
+    """
+    config = build(runs_garm=True, port=9997, tls=True)
+
+    [job] = config["metrics_scrape_jobs"]
+    assert job["scheme"] == "https"
+    assert job["tls_config"] == {"ca_file": "/etc/garm/ca.pem"}
+    assert job["authorization"]["credentials_file"] == "/etc/garm/metrics-token"
+    assert "credentials" not in job["authorization"], "never the token itself"
 
 
 def test_standby_publishes_no_scrape_job_but_the_same_rules_and_dashboards():

@@ -33,6 +33,7 @@ from workload import (
     ProxyConfig,
     Release,
     ResourceError,
+    TlsFiles,
     Workload,
     WorkloadError,
 )
@@ -325,7 +326,8 @@ def test_rendered_config_has_every_key_garm_requires(installed: Workload):
     assert db_file.is_absolute()
     assert db_file.parent.is_dir()
     assert document["logging"]["log_level"] == "info"
-    assert document["metrics"] == {"enable": True, "disable_auth": True}
+    # /metrics answers only a metrics token (garm-behaviour B28).
+    assert document["metrics"] == {"enable": True, "disable_auth": False}
     assert document["proxy"] == {
         "http_proxy": "http://p:3128",
         "https_proxy": "http://p:3128",
@@ -459,6 +461,83 @@ def test_secret_files_are_read_only_for_garm(installed: Workload):
     assert mode(paths.environment) == 0o600
     assert mode(paths.fingerprint) == 0o600
     assert mode(paths.unit_file) == 0o644
+
+
+TLS = TlsFiles(
+    certificate_chain="-----BEGIN CERTIFICATE-----\nserver\n-----END CERTIFICATE-----\n",
+    private_key="-----BEGIN RSA PRIVATE KEY-----\nkey\n-----END RSA PRIVATE KEY-----\n",
+    ca="-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n",
+)
+
+
+def test_tls_serves_https_with_the_files_it_writes(installed: Workload):
+    """Arrange: an installed workload. Act: apply with a certificate.
+
+    Assert: config.toml turns on TLS with the certificate and key paths (garm-behaviour B27);
+    the chain and key are 0640 in the garm group, the CA world-readable for the scrape.
+    """
+    installed.apply(config(tls=TLS))
+
+    paths = installed.paths
+    document = tomllib.loads(paths.config.read_text())
+    assert document["apiserver"]["use_tls"] is True
+    assert document["apiserver"]["tls"] == {
+        "certificate": str(paths.tls_certificate),
+        "key": str(paths.tls_private_key),
+    }
+    _, gid = this_users_ids("garm")
+    assert paths.tls_certificate.read_text() == TLS.certificate_chain
+    assert paths.tls_private_key.read_text() == TLS.private_key
+    assert paths.tls_ca.read_text() == TLS.ca
+    for path in (paths.tls_certificate, paths.tls_private_key):
+        assert mode(path) == 0o640, path
+        assert path.stat().st_gid == gid, path
+    assert mode(paths.tls_ca) == 0o644
+
+
+def test_tls_on_renewal_and_off_restart_once_each(installed: Workload, systemctl: FakeSystemctl):
+    """Arrange: GARM running on plain HTTP.
+
+    Act: apply a certificate, apply it again, a renewed one, then none.
+    Assert: one restart per change and none for the repeat; without a certificate GARM is back
+    on HTTP and the certificate, key and CA files are gone.
+    """
+    installed.apply(config())
+    installed.apply(config(tls=TLS))
+    installed.apply(config(tls=TLS))
+    restarts_with_tls = systemctl.restarts()
+    renewed = dataclasses.replace(
+        TLS, certificate_chain=TLS.certificate_chain.replace("server", "v2")
+    )
+    installed.apply(config(tls=renewed))
+    restarts_after_renewal = systemctl.restarts()
+    installed.apply(config())
+
+    paths = installed.paths
+    assert (restarts_with_tls, restarts_after_renewal, systemctl.restarts()) == (2, 3, 4)
+    document = tomllib.loads(paths.config.read_text())
+    assert document["apiserver"]["use_tls"] is False
+    assert "tls" not in document["apiserver"]
+    for path in (paths.tls_certificate, paths.tls_private_key, paths.tls_ca):
+        assert not path.exists(), path
+
+
+def test_the_metrics_token_is_root_only_and_never_restarts_garm(
+    installed: Workload, systemctl: FakeSystemctl
+):
+    """Arrange: GARM running. Act: write a metrics token, read it back, remove the unit.
+
+    Assert: 0600, the same token back, no restart for it; removal deletes it.
+    """
+    installed.apply(config())
+    installed.write_metrics_token("header.claims.signature")
+
+    assert installed.metrics_token() == "header.claims.signature"
+    assert mode(installed.paths.metrics_token) == 0o600
+    installed.apply(config())
+    assert systemctl.restarts() == 1
+    installed.remove()
+    assert not installed.paths.metrics_token.exists()
 
 
 def test_a_planted_symlink_is_replaced_never_followed(installed: Workload, tmp_path: Path):

@@ -33,6 +33,8 @@ class RecordingWorkload:
     provider_files: dict[str, OpenStackProvider] = dataclasses.field(
         default_factory=dict[str, OpenStackProvider]
     )
+    # The metrics token the scrape reads, as the charm last wrote it.
+    metrics_token_file: str = ""
 
     def install(
         self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
@@ -104,6 +106,15 @@ class RecordingWorkload:
             raise self.password_reset_error
         if self.on_password_reset is not None:
             self.on_password_reset(username, password)
+
+    def metrics_token(self) -> str:
+        """The token the metrics scrape sends."""
+        return self.metrics_token_file
+
+    def write_metrics_token(self, token: str) -> None:
+        """Record the scrape's new token."""
+        self.calls.append("write_metrics_token")
+        self.metrics_token_file = token
 
     def has_sqlite_state(self) -> bool:
         """Whether a SQLite database with content exists."""
