@@ -626,6 +626,10 @@ class GarmClient:
             status, payload = self._exchange(http_method, path, query, body)
         except (http.client.HTTPException, OSError) as error:
             raise GarmUnreachable(operation, _describe_outage(error)) from None
+        if 300 <= status < 400:
+            # As the generated client (no redirect allowed): never GARM's answer, and an empty
+            # body must not read as an empty list.
+            raise GarmUnreachable(operation, f"HTTP {status}: a redirect, not followed")
         return _decoded(operation, status, payload)
 
     def _exchange(

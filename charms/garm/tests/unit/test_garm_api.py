@@ -714,3 +714,22 @@ def test_every_operation_the_client_calls_is_in_its_generated_class(client: Garm
     assert all(callable(method) for method in resolved.values())
     with pytest.raises(AttributeError):
         apis.no_such_operation  # noqa: B018
+
+
+def test_a_redirect_is_never_followed_nor_read_as_an_answer(httpserver: HTTPServer):
+    """Arrange: GARM (or something in its place) answers 301 with an empty body.
+
+    Act: list scale sets (a read over `http.client`) and delete one (a generated operation).
+    Assert: both GarmUnreachable, as the generated client always did: an empty redirect must
+    never read as "no scale sets".
+    """
+    for method, path in (("GET", "/api/v1/scalesets"), ("DELETE", "/api/v1/scalesets/1")):
+        httpserver.expect_request(path, method=method).respond_with_data(
+            "", status=301, headers={"Location": "http://elsewhere.invalid/"}
+        )
+    client = GarmClient(httpserver.url_for("/").rstrip("/"), token=TOKEN)
+
+    with pytest.raises(GarmUnreachable, match="list scale sets"):
+        client.list_scalesets()
+    with pytest.raises(GarmUnreachable, match="delete scale set"):
+        client.delete_scaleset(1)
