@@ -6,17 +6,17 @@ Blocked with it; nothing is removed or changed while the config is invalid.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from docs_links import SWITCH_DATABASE
 
 LogLevel = Literal["debug", "info", "warn", "error"]
+LOG_LEVELS: Final = ("debug", "info", "warn", "error")
 
 # At most 9 digits per unit: no arithmetic on a huge number, no OverflowError in timedelta.
 _DURATION = re.compile(r"^(?:(?P<h>\d{1,9})h)?(?:(?P<m>\d{1,9})m)?(?:(?P<s>\d{1,9})s)?$")
@@ -68,63 +68,18 @@ def parse_duration(
     return datetime.timedelta(seconds=seconds)
 
 
-class CharmConfig(BaseModel):
-    """The charm's config options, validated."""
+@dataclasses.dataclass(frozen=True)
+class CharmConfig:
+    """The charm's config options, validated (`parse_config`)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
-
-    external_url: str = Field(default="", alias="external-url")
-    port: int = Field(default=9997, ge=1, le=65535)
-    log_level: LogLevel = Field(default="info", alias="log-level")
-    drain_timeout: datetime.timedelta = Field(
-        default=datetime.timedelta(hours=7), alias="drain-timeout"
-    )
-    handover_grace: datetime.timedelta = Field(
-        default=datetime.timedelta(seconds=60), alias="handover-grace"
-    )
-    handover_timeout: datetime.timedelta = Field(
-        default=datetime.timedelta(minutes=30), alias="handover-timeout"
-    )
+    external_url: str = ""
+    port: int = 9997
+    log_level: LogLevel = "info"
+    drain_timeout: datetime.timedelta = datetime.timedelta(hours=7)
+    handover_grace: datetime.timedelta = datetime.timedelta(seconds=60)
+    handover_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
     # Zero: no reconcile tick, only hooks (docs/adr/0006-reconcile-tick-timer.md).
-    reconcile_interval: datetime.timedelta = Field(
-        default=datetime.timedelta(minutes=1), alias="reconcile-interval"
-    )
-
-    @field_validator("external_url")
-    @classmethod
-    def _check_url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        if not value:
-            return ""
-        if any(char.isspace() or not char.isprintable() for char in value):
-            raise ValueError("must not contain spaces or control characters")
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be an http:// or https:// URL with a host")
-        if "@" in parts.netloc:
-            raise ValueError("must not carry a user or password (user@host)")
-        if parts.query or parts.fragment:
-            raise ValueError("must not have a query or a fragment")
-        _check_port(parts.netloc)
-        return value
-
-    @field_validator("drain_timeout", "handover_timeout", mode="before")
-    @classmethod
-    def _check_up_to_a_week(cls, value: Any) -> Any:
-        # A drain or a wait for capacity longer than a week never ends in practice.
-        return parse_duration(value, MAX_DRAIN_TIMEOUT) if isinstance(value, str) else value
-
-    @field_validator("handover_grace", mode="before")
-    @classmethod
-    def _check_handover_grace(cls, value: Any) -> Any:
-        return parse_duration(value, MAX_HANDOVER_GRACE) if isinstance(value, str) else value
-
-    @field_validator("reconcile_interval", mode="before")
-    @classmethod
-    def _check_interval(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return parse_duration(value, MAX_RECONCILE_INTERVAL, zero=True)
-        return value
+    reconcile_interval: datetime.timedelta = datetime.timedelta(minutes=1)
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -132,6 +87,78 @@ class CharmConfig(BaseModel):
             return self.external_url
         host = f"[{address}]" if ":" in address else address
         return f"http://{host}:{self.port}"
+
+
+def parse_config(raw: Mapping[str, Any]) -> CharmConfig:
+    """Validate the charm's config; options the charm does not know are ignored.
+
+    Plain Python rather than a pydantic model: every hook reads the config, and a fresh process
+    pays for pydantic's import and schema building (docs/reference/performance.md).
+
+    Raises:
+        InvalidConfigError: naming the first bad option, in the order of `_OPTIONS`.
+    """
+    values: dict[str, Any] = {}
+    for option, (field, check) in _OPTIONS.items():
+        # Juju spells the options with hyphens; the field name is read too, as before.
+        given = raw.get(option, raw.get(field))
+        if given is None:
+            continue
+        try:
+            values[field] = check(given)
+        except ValueError as error:
+            raise InvalidConfigError(option, str(error)) from None
+    return CharmConfig(**values)
+
+
+def _url(value: Any) -> str:
+    url = _text(value).strip().rstrip("/")
+    if not url:
+        return ""
+    if any(char.isspace() or not char.isprintable() for char in url):
+        raise ValueError("must not contain spaces or control characters")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an http:// or https:// URL with a host")
+    if "@" in parts.netloc:
+        raise ValueError("must not carry a user or password (user@host)")
+    if parts.query or parts.fragment:
+        raise ValueError("must not have a query or a fragment")
+    _check_port(parts.netloc)
+    return url
+
+
+def _port(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a valid integer")
+    if not 1 <= value <= MAX_PORT:
+        raise ValueError(f"must be 1-{MAX_PORT}")
+    return value
+
+
+def _log_level(value: Any) -> LogLevel:
+    if value not in LOG_LEVELS:
+        raise ValueError("must be 'debug', 'info', 'warn' or 'error'")
+    return value
+
+
+def _up_to_a_week(value: Any) -> datetime.timedelta:
+    # A drain or a wait for capacity longer than a week never ends in practice.
+    return parse_duration(_text(value), MAX_DRAIN_TIMEOUT)
+
+
+def _handover_grace(value: Any) -> datetime.timedelta:
+    return parse_duration(_text(value), MAX_HANDOVER_GRACE)
+
+
+def _interval(value: Any) -> datetime.timedelta:
+    return parse_duration(_text(value), MAX_RECONCILE_INTERVAL, zero=True)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    return value
 
 
 def _check_port(netloc: str) -> None:
@@ -144,26 +171,16 @@ def _check_port(netloc: str) -> None:
         raise ValueError("must have a port of 1-65535, or none")
 
 
-def parse_config(raw: Mapping[str, Any]) -> CharmConfig:
-    """Validate the charm's config.
-
-    Raises:
-        InvalidConfigError: naming the first bad option.
-    """
-    try:
-        return CharmConfig.model_validate(dict(raw))
-    except ValidationError as error:
-        first = error.errors()[0]
-        option = _option_name(first["loc"])
-        # pydantic's "Input should be ..." said as the rule the operator must meet.
-        reason = str(first["msg"]).removeprefix("Value error, ").replace("Input should", "must")
-        raise InvalidConfigError(option, reason) from None
-
-
-def _option_name(location: tuple[int | str, ...]) -> str:
-    field = str(location[0]) if location else "config"
-    by_field = {name: info.alias or name for name, info in CharmConfig.model_fields.items()}
-    return by_field.get(field, field)
+# Option (as `juju config` spells it) -> the field it sets and the check that reads it.
+_OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
+    "external-url": ("external_url", _url),
+    "port": ("port", _port),
+    "log-level": ("log_level", _log_level),
+    "drain-timeout": ("drain_timeout", _up_to_a_week),
+    "handover-grace": ("handover_grace", _handover_grace),
+    "handover-timeout": ("handover_timeout", _up_to_a_week),
+    "reconcile-interval": ("reconcile_interval", _interval),
+}
 
 
 SQLITE: Final = "sqlite3"

@@ -20,16 +20,18 @@ import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import ops
 
-from charms.garm_configurator.v0 import garm_configurator as interface
 from garm_models import EntityKind
 from github_reconciler import EntityBinding, GithubApp
 from runner_template import RunnerConfig, extra_specs, template_name
 from scaleset_spec import EntityRef, ScalesetSpec
 from workload import OpenStackProvider
+
+if TYPE_CHECKING:
+    from charms.garm_configurator.v0 import garm_configurator as interface
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,11 @@ def read_configurators(
 
     `debug_env` (the debug-ssh relay's variables) goes to every scale set's runner template.
     """
+    # Deferred: the relation library defines pydantic models, whose import and schema building
+    # are about a third of a fresh hook's imports; only the leader reads these relations, so
+    # a standby unit's hooks never pay for them (docs/reference/performance.md).
+    from charms.garm_configurator.v0 import garm_configurator as interface  # noqa: PLC0415
+
     specs: list[ScalesetSpec] = []
     providers: list[OpenStackProvider] = []
     bindings: list[EntityBinding] = []

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import ops
-from pydantic import ValidationError
 
 from workload import PostgresConfig
 
@@ -95,6 +94,10 @@ class Database(ops.Object):
         relation = self.model.get_relation(self._relation_name)
         if relation is None or self.requirer is None:
             return DatabaseState(DatabaseStatus.ABSENT)
+        # Deferred like the library itself, which loads pydantic anyway: without the relation a
+        # hook never pays for it (docs/reference/performance.md).
+        from pydantic import ValidationError  # noqa: PLC0415
+
         try:
             contract = self.requirer.interface.build_model(relation.id, component=relation.app)
         except ValidationError as error:
@@ -151,6 +154,8 @@ def _requirer(
 
 def _described(error: ValueError) -> str:
     """What is wrong, by field and never by value (a secret may be among them)."""
+    from pydantic import ValidationError  # noqa: PLC0415 - only with the relation, as above
+
     if isinstance(error, ValidationError):
         fields = [".".join(str(part) for part in item["loc"]) for item in error.errors()]
         return f"the provider's {', '.join(fields[:3]) or 'data'} is malformed"

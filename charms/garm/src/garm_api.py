@@ -1,8 +1,9 @@
 """The only way into GARM's REST API: typed calls, normalised answers, one error taxonomy.
 
-`garm_client` (generated) is imported only when the first call is made, so importing this module
-is cheap in every Juju hook. Every call has a bounded timeout and no retries: a reconcile pass
-that cannot reach GARM stops at once and the next hook tries again.
+`garm_client` (generated) is imported only when the first write is made: login and the reads of
+every hook go over the standard library's `http.client` (ADR 0001, amendments), so importing this
+module, and a hook that finds nothing to change, stay cheap. Every call has a bounded timeout and
+no retries: a reconcile pass that cannot reach GARM stops at once and the next hook tries again.
 
 Errors form two families that never overlap:
 
@@ -214,7 +215,7 @@ class GarmClient:
     def login(self, username: str, password: str) -> str:
         """Log in, keep the token for later calls and return it."""
         body = {"username": username, "password": password}
-        answer = self._object("login", self._direct("POST", "/auth/login"), body=body)
+        answer = self._direct_object("login", "POST", "/auth/login", body=body)
         token = answer.get("token")
         if not isinstance(token, str) or not token:
             raise WireFormatError("answered without a token", operation="login")
@@ -226,7 +227,7 @@ class GarmClient:
     def controller_info(self) -> ControllerInfo:
         """Return the controller settings (409 gates until first-run and URLs are done)."""
         return ControllerInfo.from_wire(
-            self._object("controller-info", self._direct("GET", "/controller-info"))
+            self._direct_object("controller-info", "GET", "/controller-info")
         )
 
     def update_controller(
@@ -269,15 +270,13 @@ class GarmClient:
 
     def list_providers(self) -> list[Provider]:
         """Return the providers GARM was started with."""
-        return parse_list(
-            self._call("list providers", self._direct("GET", "/providers")), Provider.from_wire
-        )
+        return parse_list(self._direct("list providers", "GET", "/providers"), Provider.from_wire)
 
     # GitHub endpoints and credentials -------------------------------------------------------
 
     def list_github_endpoints(self) -> list[GithubEndpoint]:
         """Return the GitHub endpoints."""
-        answer = self._call("list github endpoints", self._direct("GET", "/github/endpoints"))
+        answer = self._direct("list github endpoints", "GET", "/github/endpoints")
         return parse_list(answer, GithubEndpoint.from_wire)
 
     def create_github_endpoint(
@@ -306,7 +305,7 @@ class GarmClient:
 
     def list_github_credentials(self) -> list[GithubCredentials]:
         """Return all GitHub credentials (GARM answers `null` when there are none)."""
-        answer = self._call("list github credentials", self._direct("GET", "/github/credentials"))
+        answer = self._direct("list github credentials", "GET", "/github/credentials")
         return parse_list(answer, GithubCredentials.from_wire)
 
     def create_github_app_credentials(
@@ -379,7 +378,7 @@ class GarmClient:
             EntityKind.ORGANIZATION: "/organizations",
             EntityKind.ENTERPRISE: "/enterprises",
         }[kind]
-        answer = self._call(f"list {kind}", self._direct("GET", path))
+        answer = self._direct(f"list {kind}", "GET", path)
         return parse_list(answer, lambda data: Entity.from_wire(kind, data))
 
     def create_repository(
@@ -444,13 +443,13 @@ class GarmClient:
     def list_templates(self, os_type: str | None = None) -> list[Template]:
         """Return templates without their bodies (`data` is None in lists)."""
         query = {"osType": os_type} if os_type is not None else {}
-        answer = self._call("list templates", self._direct("GET", "/templates", query))
+        answer = self._direct("list templates", "GET", "/templates", query=query)
         return parse_list(answer, Template.from_wire)
 
     def get_template(self, template_id: int) -> Template:
         """Return one template with its body."""
         path = f"/templates/{template_id}"
-        answer = self._object("get template", self._direct("GET", path))
+        answer = self._direct_object("get template", "GET", path)
         return Template.from_wire(answer)
 
     def create_template(
@@ -486,9 +485,7 @@ class GarmClient:
 
     def list_scalesets(self) -> list[ScaleSet]:
         """Return every scale set (without `template_name` or instances)."""
-        return parse_list(
-            self._call("list scale sets", self._direct("GET", "/scalesets")), ScaleSet.from_wire
-        )
+        return parse_list(self._direct("list scale sets", "GET", "/scalesets"), ScaleSet.from_wire)
 
     def get_scaleset(self, scaleset_id: int) -> ScaleSet:
         """Return one scale set with its `extra_specs` and `template_name`."""
@@ -583,9 +580,7 @@ class GarmClient:
 
     def list_instances(self) -> list[Instance]:
         """Return every instance GARM knows, pools and scale sets alike."""
-        return parse_list(
-            self._call("list instances", self._direct("GET", "/instances")), Instance.from_wire
-        )
+        return parse_list(self._direct("list instances", "GET", "/instances"), Instance.from_wire)
 
     def delete_instance(self, name: str, *, force: bool = True) -> None:
         """Remove a runner, ignoring provider and GitHub errors when `force` (kills its job).
@@ -604,14 +599,11 @@ class GarmClient:
     # Plumbing -------------------------------------------------------------------------------
 
     def _object(self, operation: str, method: Callable[..., Any], **kwargs: Any) -> JsonObject:
-        answer = self._call(operation, method, **kwargs)
-        if not isinstance(answer, Mapping):
-            raise WireFormatError(f"{operation}: expected a JSON object in the answer")
-        return cast("JsonObject", answer)
+        return _json_object(operation, self._call(operation, method, **kwargs))
 
     def _call(self, operation: str, method: Callable[..., Any], **kwargs: Any) -> Any:
-        """Send one request; return its decoded JSON body (None when empty) or raise."""
-        import urllib3  # noqa: PLC0415 - deferred: hooks that make no call never pay for it
+        """Send one request through a generated operation; return its decoded body or raise."""
+        import urllib3  # noqa: PLC0415 - deferred: hooks that make no write never pay for it
 
         from garm_client.exceptions import ApiException  # noqa: PLC0415
 
@@ -626,45 +618,93 @@ class GarmClient:
         except ApiException:
             # The generated client turns TLS failures into ApiException(status=0).
             raise GarmUnreachable(operation, "TLS failure") from None
-        if status >= 400:
-            raise _api_error(operation, status, payload)
-        if not payload.strip():
-            return None
+        return _decoded(operation, status, payload)
+
+    def _direct_object(
+        self, operation: str, http_method: str, path: str, *, body: JsonObject | None = None
+    ) -> JsonObject:
+        return _json_object(operation, self._direct(operation, http_method, path, body=body))
+
+    def _direct(
+        self,
+        operation: str,
+        http_method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: JsonObject | None = None,
+    ) -> Any:
+        """Send one request with the standard library's `http.client`; return its decoded body.
+
+        For login and the reads of every hook: the generated client's import (urllib3,
+        pydantic, dateutil, multiprocessing) cost a fresh process more than its requests did,
+        while `http.client` is loaded already by ops (ADR 0001, amendment 2). The request is the
+        one the generated operation builds: same method, path and query names, JSON headers,
+        bearer auth; one attempt with the same connect and read timeouts, no proxy, no redirect.
+        """
+        import http.client  # noqa: PLC0415 - deferred: `import garm_api` stays light
+
+        self._last_operation = operation
         try:
-            return json.loads(payload)
-        except ValueError:
-            raise WireFormatError("answer is not JSON", operation=operation) from None
+            status, payload = self._exchange(http_method, path, query, body)
+        except (http.client.HTTPException, OSError) as error:
+            raise GarmUnreachable(operation, _describe_outage(error)) from None
+        if 300 <= status < 400:
+            # As the generated client (no redirect allowed): never GARM's answer, and an empty
+            # body must not read as an empty list.
+            raise GarmUnreachable(operation, f"HTTP {status}: a redirect, not followed")
+        return _decoded(operation, status, payload)
+
+    def _exchange(
+        self,
+        http_method: str,
+        path: str,
+        query: Mapping[str, str] | None,
+        body: JsonObject | None,
+    ) -> tuple[int, bytes]:
+        import http.client  # noqa: PLC0415
+        from urllib.parse import urlencode, urlsplit  # noqa: PLC0415
+
+        base = urlsplit(self.base_url)
+        connect_timeout, read_timeout = self._timeout
+        connection = (
+            http.client.HTTPSConnection(
+                base.netloc, timeout=connect_timeout, context=self._tls_context()
+            )
+            if base.scheme == "https"
+            else http.client.HTTPConnection(base.netloc, timeout=connect_timeout)
+        )
+        headers = {"Accept": "application/json"}
+        payload = None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            payload = json.dumps(body).encode()
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        target = f"{base.path}/api/v1{path}" + (f"?{urlencode(query)}" if query else "")
+        try:
+            connection.connect()
+            if connection.sock is not None:
+                connection.sock.settimeout(read_timeout)
+            connection.request(http_method, target, body=payload, headers=headers)
+            response = connection.getresponse()
+            return response.status, response.read()
+        finally:
+            connection.close()
+
+    def _tls_context(self) -> Any:
+        """How an `https://` GARM is verified: as the generated client verifies it.
+
+        The certificate and host name, against `ca_cert` when given (the certificates
+        relation's CA, and only it), else the system's CAs: both transports must trust the same
+        servers.
+        """
+        import ssl  # noqa: PLC0415
+
+        return ssl.create_default_context(cadata=self._ca_cert or None)
 
     def _apis(self) -> Any:
         return _ApiFacade(self._generated_client())
-
-    def _direct(
-        self, http_method: str, path: str, query: Mapping[str, str] | None = None
-    ) -> Callable[..., Any]:
-        """Send a request through the generated `ApiClient` alone, without its API class.
-
-        For the calls of every converged hook (login and the reads): their generated classes
-        and the pydantic models those import cost a fresh process more than the requests do
-        (ADR 0001, amendment). The request is the one the generated operation builds: same
-        method, path and query names, JSON headers, bearer auth; a body is a plain JSON object.
-        """
-        api_client = self._generated_client()
-
-        def send(*, body: JsonObject | None = None, _request_timeout: Any = None) -> Any:
-            headers = {"Accept": "application/json"}
-            if body is not None:
-                headers["Content-Type"] = "application/json"
-            request = api_client.param_serialize(
-                method=http_method,
-                resource_path=path,
-                query_params=list((query or {}).items()),
-                header_params=headers,
-                body=body,
-                auth_settings=["Bearer"],
-            )
-            return api_client.call_api(*request, _request_timeout=_request_timeout).response
-
-        return send
 
     def _generated_client(self) -> Any:
         if self._api_client is None:
@@ -750,6 +790,24 @@ class _ApiFacade:
 def _class_name(module_name: str) -> str:
     """`controller_info_api` -> `ControllerInfoApi`, the generator's naming rule."""
     return "".join(part.capitalize() for part in module_name.split("_"))
+
+
+def _decoded(operation: str, status: int, payload: bytes) -> Any:
+    """GARM's answer as JSON (None when empty), or the error its status means."""
+    if status >= 400:
+        raise _api_error(operation, status, payload)
+    if not payload.strip():
+        return None
+    try:
+        return json.loads(payload)
+    except ValueError:
+        raise WireFormatError("answer is not JSON", operation=operation) from None
+
+
+def _json_object(operation: str, answer: Any) -> JsonObject:
+    if not isinstance(answer, Mapping):
+        raise WireFormatError(f"{operation}: expected a JSON object in the answer")
+    return cast("JsonObject", answer)
 
 
 def _api_error(operation: str, status: int, payload: bytes) -> GarmApiError:

@@ -714,3 +714,35 @@ def test_an_invalid_debug_ssh_publication_is_ignored(
     assert out.unit_status == ops.ActiveStatus("'small': creating")
     assert not [t for t in sim.state.templates.values() if t.name.startswith("garm-charm-")]
     assert any("debug-ssh" in log.message for log in ctx.juju_log if log.level == "WARNING")
+
+
+def test_the_relation_library_loads_only_when_the_relations_are_read():
+    """Arrange: a fresh interpreter with the charm's source and libraries on its path.
+
+    Act: import the charm, as every hook does; then read the publications, as the leader does.
+    Assert: the relation library and pydantic are loaded only by the read, so a hook that reads
+    no garm-configurator relation (a standby unit's) never pays for them.
+    """
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    src = Path(charm.__file__).parent
+    code = (
+        "import sys, charm, configurator_state\n"
+        "tops = lambda: {m.split('.')[0] for m in sys.modules}\n"
+        "loaded = lambda: sorted(tops() & {'charms', 'pydantic'})\n"
+        "print(loaded())\n"
+        "configurator_state.read_configurators(None, [])\n"
+        "print(loaded())\n"
+    )
+
+    output = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=src,
+        env={"PYTHONPATH": f"{src}:{src.parent / 'lib'}"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert output.splitlines() == ["[]", "['charms', 'pydantic']"]

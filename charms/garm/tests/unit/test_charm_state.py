@@ -171,3 +171,60 @@ def test_backend_switch_rule(
     if problem is not None:
         assert len(problem) <= 120
         assert "database" in problem
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ({"port": 0}, "must be 1-65535"),
+        ({"port": "9997"}, "must be a valid integer"),
+        ({"port": True}, "must be a valid integer"),
+        ({"log-level": "verbose"}, "must be 'debug', 'info', 'warn' or 'error'"),
+        ({"drain-timeout": 7}, "must be a string"),
+    ],
+)
+def test_wrong_kinds_of_value_say_the_rule(raw: dict[str, object], reason: str):
+    """Arrange: a value of the wrong kind or out of range. Act: parse.
+
+    Assert: the option and the rule, as the status shows them.
+    """
+    option = next(iter(raw))
+
+    with pytest.raises(InvalidConfigError) as caught:
+        parse_config(raw)
+
+    assert str(caught.value) == f"invalid config {option}: {reason}"
+
+
+def test_the_first_bad_option_in_config_order_is_named():
+    """Arrange: two bad options. Act: parse. Assert: the one listed first is named."""
+    with pytest.raises(InvalidConfigError) as caught:
+        parse_config({"reconcile-interval": "x", "port": 0, "something-else": "ignored"})
+
+    assert caught.value.option == "port"
+
+
+def test_reading_the_config_loads_no_pydantic():
+    """Arrange: a fresh interpreter. Act: import charm_state and parse the defaults.
+
+    Assert: pydantic was not loaded (every hook reads the config; performance.md).
+    """
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    import charm_state  # noqa: PLC0415
+
+    code = (
+        "import sys, charm_state\ncharm_state.parse_config({})\nprint('pydantic' in sys.modules)"
+    )
+
+    output = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(charm_state.__file__).parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert output.strip() == "False"

@@ -588,6 +588,43 @@ def test_reset_connection_is_an_outage(resetting_server: str):
         client.list_scalesets()
 
 
+@pytest.fixture
+def truncating_server() -> Iterator[str]:
+    """A TCP server that answers one request with a body shorter than its Content-Length."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(5)
+
+        def truncate_one() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    b'Content-Length: 100\r\n\r\n[{"id": 1,'
+                )
+
+        worker = threading.Thread(target=truncate_one, daemon=True)
+        worker.start()
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+        worker.join(timeout=5)
+
+
+def test_an_answer_cut_short_is_an_outage(truncating_server: str):
+    """Arrange: GARM closes the connection half-way through its answer.
+
+    Act: list scale sets (a read every hook makes). Assert: GarmUnreachable naming the call,
+    no GarmApiError nor WireFormatError: GARM did not finish answering.
+    """
+    client = GarmClient(truncating_server, token=TOKEN)
+
+    with pytest.raises(GarmUnreachable, match="list scale sets") as raised:
+        client.list_scalesets()
+
+    assert not isinstance(raised.value, (GarmApiError, garm_api.WireFormatError))
+
+
 def test_module_import_does_not_load_the_generated_client():
     """Arrange: a fresh interpreter. Act: import garm_api. Assert: garm_client is not loaded."""
     import subprocess  # noqa: PLC0415
@@ -603,11 +640,12 @@ def test_module_import_does_not_load_the_generated_client():
     assert output.split() == ["False", "False"]
 
 
-def test_a_converged_hook_loads_no_generated_api_class_nor_model(httpserver: HTTPServer):
+def test_a_converged_hook_loads_nothing_of_the_generated_client(httpserver: HTTPServer):
     """Arrange: a login answer, a recorded scale-set list, empty lists; a fresh interpreter.
 
     Act: log in and make the reads of a converged hook.
-    Assert: no generated API module and no generated model was loaded (ADR 0001, amendment).
+    Assert: nothing of the generated client was loaded, nor urllib3, pydantic or dateutil
+    (ADR 0001, amendments).
     """
     import subprocess  # noqa: PLC0415
     import sys  # noqa: PLC0415
@@ -627,7 +665,7 @@ def test_a_converged_hook_loads_no_generated_api_class_nor_model(httpserver: HTT
         "client.list_entities(garm_api.EntityKind.ORGANIZATION)\n"
         "client.list_templates(os_type='linux')\n"
         "client.list_instances()\n"
-        "prefixes = ('garm_client.api.', 'garm_client.models.')\n"
+        "prefixes = ('garm_client', 'urllib3', 'pydantic', 'dateutil')\n"
         "print(len(client.list_scalesets()), [m for m in sys.modules if m.startswith(prefixes)])\n"
     )
 
@@ -676,3 +714,88 @@ def test_every_operation_the_client_calls_is_in_its_generated_class(client: Garm
     assert all(callable(method) for method in resolved.values())
     with pytest.raises(AttributeError):
         apis.no_such_operation  # noqa: B018
+
+
+def test_a_redirect_is_never_followed_nor_read_as_an_answer(httpserver: HTTPServer):
+    """Arrange: GARM (or something in its place) answers 301 with an empty body.
+
+    Act: list scale sets (a read over `http.client`) and delete one (a generated operation).
+    Assert: both GarmUnreachable, as the generated client always did: an empty redirect must
+    never read as "no scale sets".
+    """
+    for method, path in (("GET", "/api/v1/scalesets"), ("DELETE", "/api/v1/scalesets/1")):
+        httpserver.expect_request(path, method=method).respond_with_data(
+            "", status=301, headers={"Location": "http://elsewhere.invalid/"}
+        )
+    client = GarmClient(httpserver.url_for("/").rstrip("/"), token=TOKEN)
+
+    with pytest.raises(GarmUnreachable, match="list scale sets"):
+        client.list_scalesets()
+    with pytest.raises(GarmUnreachable, match="delete scale set"):
+        client.delete_scaleset(1)
+
+
+@pytest.fixture
+def untrusted_https_server(tmp_path: Path) -> Iterator[HTTPServer]:
+    """An HTTPS server on 127.0.0.1 whose self-signed certificate no system CA vouches for."""
+    import datetime  # noqa: PLC0415
+    import ipaddress  # noqa: PLC0415
+    import ssl  # noqa: PLC0415
+
+    from cryptography import x509  # noqa: PLC0415
+    from cryptography.hazmat.primitives import hashes  # noqa: PLC0415
+    from cryptography.x509.oid import NameOID  # noqa: PLC0415
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "garm")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    (tmp_path / "cert.pem").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    server = HTTPServer(host="127.0.0.1", ssl_context=context)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_an_untrusted_certificate_is_an_outage_on_both_transports(
+    untrusted_https_server: HTTPServer,
+):
+    """Arrange: GARM over HTTPS with a certificate no system CA vouches for.
+
+    Act: list scale sets (over `http.client`) and delete one (a generated operation).
+    Assert: both GarmUnreachable, and GARM never saw a request: both transports verify alike.
+    """
+    for method, path in (("GET", "/api/v1/scalesets"), ("DELETE", "/api/v1/scalesets/1")):
+        untrusted_https_server.expect_request(path, method=method).respond_with_json([])
+    client = GarmClient(untrusted_https_server.url_for("/").rstrip("/"), token=TOKEN)
+
+    with pytest.raises(GarmUnreachable, match="list scale sets"):
+        client.list_scalesets()
+    with pytest.raises(GarmUnreachable, match="delete scale set"):
+        client.delete_scaleset(1)
+
+    assert untrusted_https_server.log == []
