@@ -169,7 +169,7 @@ class ScalesetMachine(RuleBasedStateMachine):
         super().__init__()
         self.garm = MemoryGarm()
         self.configs = {logical: _Config() for logical in LOGICAL}
-        self.configured = set(LOGICAL)
+        self.configured: set[str] = set(LOGICAL)
         # Specs the operator broke (an empty flavor): Blocked, their scale sets left alone.
         self.broken: set[str] = set()
         # Hand-made scale sets that look like the charm's: a bare name and a lookalike.
