@@ -2,6 +2,8 @@
 
 Every Juju hook is a fresh process, so the cost of importing the GARM API layer is paid on every
 event. The target is under 50 ms with cached bytecode (the generated client must load lazily).
+It is reported, never asserted: a shared or busy machine measures more, and a benchmark that
+fails on load would make `tox -e bench` stop before the other measurements.
 """
 
 import pathlib
@@ -21,9 +23,13 @@ def main() -> int:
     _import_time_ms()
     samples = [_import_time_ms() for _ in range(RUNS)]
     median = statistics.median(samples)
-    print(f"import garm_api: median {median:.1f} ms over {RUNS} runs (target < {TARGET_MS} ms)")
+    verdict = "within" if median < TARGET_MS else "OVER"
+    print(
+        f"import garm_api: median {median:.1f} ms over {RUNS} runs "
+        f"({verdict} the target of {TARGET_MS} ms)"
+    )
     print("samples (ms): " + ", ".join(f"{s:.1f}" for s in samples))
-    return 0 if median < TARGET_MS else 1
+    return 0
 
 
 def _import_time_ms() -> float:
