@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import ssl
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -35,6 +37,7 @@ from integration.fake_services import (
 )
 
 CONFIGURATOR = "small"
+CA = "self-signed-certificates"
 LABELS = "noble,x64,small"
 NEW_LABELS = "noble,x64,small,gpu"
 PHASES = (
@@ -142,6 +145,28 @@ def test_label_change_leaves_one_generation_with_the_new_labels(
     assert [s["name"] for s in github.scale_sets.values()] == [after[0]["name"]]
 
 
+def test_certificates_relation_serves_https_and_removal_goes_back(juju: jubilant.Juju, garm: str):
+    """Arrange: garm active on HTTP; a self-signed-certificates CA deployed.
+
+    Act: relate garm:certificates to it, then remove the relation.
+    Assert: with the relation, get-credentials gives an https:// URL whose certificate the CA
+    verifies and GARM's /metrics answers 401 without its token; without it, http:// again.
+    """
+    juju.deploy("self-signed-certificates", CA)
+    juju.integrate(f"{garm}:certificates", CA)
+    juju.wait(lambda status: _url(juju, garm).startswith("https://"), error=jubilant.any_error)
+    juju.wait(jubilant.all_active, error=jubilant.any_error)
+    ca = juju.run(f"{CA}/0", "get-ca-certificate").results["ca-certificate"]
+
+    url = _url(juju, garm)
+    assert _status_of(f"{url.rstrip('/')}/metrics", ssl.create_default_context(cadata=ca)) == 401
+
+    juju.remove_relation(f"{garm}:certificates", CA)
+    juju.wait(lambda status: _url(juju, garm).startswith("http://"), error=jubilant.any_error)
+    juju.wait(lambda status: jubilant.all_active(status, garm), error=jubilant.any_error)
+    assert _status_of(f"{_url(juju, garm).rstrip('/')}/metrics", None) == 401
+
+
 def _deploy_configurator(juju: jubilant.Juju, garm: str) -> None:
     """Deploy the configurator with every required option, its secrets granted."""
     password = juju.add_secret("openstack-password", {"password": "fake-password"})
@@ -224,3 +249,17 @@ def _call(url: str, method: str, body: dict[str, str], token: str = "") -> dict[
         request.add_header("Authorization", f"Bearer {token}")
     with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
         return json.loads(answer.read() or b"{}")
+
+
+def _url(juju: jubilant.Juju, garm: str) -> str:
+    """The URL the get-credentials action gives (https:// while GARM serves TLS)."""
+    return juju.run(f"{garm}/0", "get-credentials").results["url"]
+
+
+def _status_of(url: str, context: ssl.SSLContext | None) -> int:
+    """The HTTP status GARM answers a GET without a token with, its certificate verified."""
+    try:
+        with urllib.request.urlopen(url, timeout=30, context=context) as answer:  # noqa: S310
+            return answer.status
+    except urllib.error.HTTPError as refused:
+        return refused.code
