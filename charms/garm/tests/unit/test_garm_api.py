@@ -20,6 +20,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pytest_httpserver import HTTPServer
+from tls_publication import untrusted_server_context
 from werkzeug import Request, Response
 
 import garm_api
@@ -737,42 +738,8 @@ def test_a_redirect_is_never_followed_nor_read_as_an_answer(httpserver: HTTPServ
 
 @pytest.fixture
 def untrusted_https_server(tmp_path: Path) -> Iterator[HTTPServer]:
-    """An HTTPS server on 127.0.0.1 whose self-signed certificate no system CA vouches for."""
-    import datetime  # noqa: PLC0415
-    import ipaddress  # noqa: PLC0415
-    import ssl  # noqa: PLC0415
-
-    from cryptography import x509  # noqa: PLC0415
-    from cryptography.hazmat.primitives import hashes  # noqa: PLC0415
-    from cryptography.x509.oid import NameOID  # noqa: PLC0415
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "garm")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    (tmp_path / "cert.pem").write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    (tmp_path / "key.pem").write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        )
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    """An HTTPS server on 127.0.0.1 whose certificate no system CA vouches for."""
+    context = untrusted_server_context(tmp_path)
     server = HTTPServer(host="127.0.0.1", ssl_context=context)
     server.start()
     try:

@@ -5,22 +5,17 @@ And installing once: a binary installed from the pinned tarball is never downloa
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import io
 import socket
-import ssl
 import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from pytest_httpserver import HTTPServer
+from tls_publication import untrusted_server_context
 from werkzeug import Request, Response
 from workload_double import this_users_ids
 
@@ -77,32 +72,8 @@ def test_no_proxy_host_is_fetched_directly(httpserver: HTTPServer):
 
 @pytest.fixture
 def https_server(tmp_path: Path) -> Iterator[HTTPServer]:
-    """An HTTPS server with a self-signed certificate no CA bundle trusts."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert_file, key_file)
+    """An HTTPS server whose certificate no CA bundle trusts."""
+    context = untrusted_server_context(tmp_path)
     server = HTTPServer(host="localhost", ssl_context=context)
     server.start()
     yield server

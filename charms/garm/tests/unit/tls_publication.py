@@ -113,6 +113,23 @@ def private_key_pem(state: testing.State) -> str:
     )
 
 
+def untrusted_server_context(directory: Path) -> ssl.SSLContext:
+    """A TLS server context for `localhost` and 127.0.0.1 whose CA nobody trusts.
+
+    The certificate is valid in every other respect, so a client that refuses it refuses it for
+    its issuer alone.
+    """
+    issuer = Issuer()
+    assert issuer.ca is not None
+    key = PrivateKey.generate()
+    names = CertificateRequestAttributes(
+        common_name="localhost", sans_dns=("localhost",), sans_ip=("127.0.0.1",)
+    )
+    csr = CertificateSigningRequest.generate(names, key)
+    certificate = Certificate.generate(csr, issuer.ca, issuer.ca_key, datetime.timedelta(days=1))
+    return server_context(str(certificate), str(key), directory)
+
+
 def server_context(certificate: str, private_key: str, directory: Path) -> ssl.SSLContext:
     """A TLS server context serving `certificate` (PEM) with `private_key` (PEM)."""
     directory.mkdir(parents=True, exist_ok=True)
