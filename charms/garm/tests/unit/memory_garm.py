@@ -691,11 +691,13 @@ class MemoryGarm:
         return {k: v for k, v in body.items() if k not in omitempty or v}
 
     def _instance_wire(self, runner: _Runner) -> dict[str, Any]:
+        # GARM omits `agent_id` while it is 0 (`omitempty`): no GitHub agent yet.
+        agent = {"agent_id": runner.agent_id} if runner.agent_id else {}
         return {
             "id": runner.id,
             "provider_id": f"fake-{runner.name}",
             "provider_name": "lxd",
-            "agent_id": runner.agent_id,
+            **agent,
             "name": runner.name,
             "os_type": "linux",
             "os_name": "fakeos",
