@@ -174,7 +174,7 @@ class _Http:
                 url,
                 headers={"Authorization": f"Bearer {bearer}"},
                 timeout=(CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
-                proxies=_proxies_for(url, self.proxy),
+                proxies=self.proxy.requests_proxies(url),
                 verify=self.verify,
                 allow_redirects=False,
             )
@@ -191,16 +191,6 @@ def _path(url: str) -> str:
     from urllib.parse import urlsplit  # noqa: PLC0415
 
     return urlsplit(url).path
-
-
-def _proxies_for(url: str, proxy: ProxyConfig) -> dict[str, str]:
-    """The model's proxies for `url`, none when its NO_PROXY covers the URL's host."""
-    from requests.utils import should_bypass_proxies  # noqa: PLC0415
-
-    if proxy.no_proxy and should_bypass_proxies(url, no_proxy=proxy.no_proxy):
-        return {}
-    proxies = {"http": proxy.http_proxy, "https": proxy.https_proxy}
-    return {scheme: address for scheme, address in proxies.items() if address}
 
 
 def app_jwt(app: GithubApp, now: float) -> str:

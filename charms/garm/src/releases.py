@@ -165,7 +165,7 @@ class Downloader:
                 url,
                 stream=True,
                 timeout=self._timeouts,
-                proxies=_proxies_for(url, proxy),
+                proxies=proxy.requests_proxies(url),
                 verify=verify,
                 allow_redirects=True,
             ) as response:
@@ -192,16 +192,6 @@ class Downloader:
                 raise DownloadError(f"not done within {self._deadline:g}s")
             chunks.append(chunk)
         return b"".join(chunks)
-
-
-def _proxies_for(url: str, proxy: ProxyConfig) -> dict[str, str]:
-    """The model's proxies for `url`, none when its NO_PROXY covers the URL's host."""
-    from requests.utils import should_bypass_proxies  # noqa: PLC0415
-
-    if proxy.no_proxy and should_bypass_proxies(url, no_proxy=proxy.no_proxy):
-        return {}
-    proxies = {"http": proxy.http_proxy, "https": proxy.https_proxy}
-    return {scheme: address for scheme, address in proxies.items() if address}
 
 
 def _describe(error: BaseException) -> str:

@@ -26,6 +26,15 @@ class ProxyConfig:
             no_proxy=environ.get("JUJU_CHARM_NO_PROXY", ""),
         )
 
+    def requests_proxies(self, url: str) -> dict[str, str]:
+        """The proxies `requests` should use for `url`: none when NO_PROXY covers its host."""
+        from requests.utils import should_bypass_proxies  # noqa: PLC0415 - only callers that fetch
+
+        if self.no_proxy and should_bypass_proxies(url, no_proxy=self.no_proxy):
+            return {}
+        proxies = {"http": self.http_proxy, "https": self.https_proxy}
+        return {scheme: address for scheme, address in proxies.items() if address}
+
 
 @dataclasses.dataclass(frozen=True)
 class PostgresConfig:
