@@ -31,10 +31,11 @@ sys.path[:0] = [str(ROOT / "charms/garm/src"), str(ROOT / "charms/garm/tests/uni
 
 from memory_garm import MemoryGarm  # noqa: E402  # pyright: ignore[reportMissingImports]
 
-from garm_models import EntityKind, ScaleSet  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_marker import Marker, config_hash  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_naming import live_name  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_plan import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+from garm_api.models import EntityKind, ScaleSet  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler import reconcile  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.marker import Marker, config_hash  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.naming import live_name  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.plan import (  # noqa: E402  # pyright: ignore[reportMissingImports]
     Observed,
     ReconcileSettings,
     group,
@@ -42,8 +43,7 @@ from scaleset_plan import (  # noqa: E402  # pyright: ignore[reportMissingImport
     plan,
     prepare,
 )
-from scaleset_reconciler import reconcile  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_spec import EntityRef, ScalesetSpec  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
 SETTINGS = ReconcileSettings()

@@ -35,7 +35,7 @@ from charms.garm_configurator.v0 import garm_configurator as interface  # noqa: 
 from garm_api import EntityKind, GarmClient  # noqa: E402  # pyright: ignore[reportMissingImports]
 from garm_sim import GarmSim  # noqa: E402  # pyright: ignore[reportMissingImports]
 from scaleset_reconciler import reconcile  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_spec import EntityRef, ScalesetSpec  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 SCALESETS = 40
 RUNS = 7
@@ -52,7 +52,7 @@ from charms.garm_configurator.v0 import garm_configurator as interface
 publications = [interface.parse_app_data(databag) for databag in json.loads(sys.argv[-1])]
 from garm_api import EntityKind, GarmClient
 from scaleset_reconciler import reconcile, status_message
-from scaleset_spec import EntityRef, ScalesetSpec
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 url, password, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 client = GarmClient(url)
 client.login("admin", password)

@@ -34,7 +34,7 @@ from contract.garm_http import call
 from e2e.machine import Machine, build_tarball
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable, ScaleSet
-from garm_bootstrap import ADMIN_LABEL
+from reconcile.bootstrap import ADMIN_LABEL
 
 # Short enough to watch, long enough to see the replacement serve alone first.
 HANDOVER_GRACE_SECONDS = 5

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from charms.garm_configurator.v0 import garm_configurator as interface
-from configurator_state import desired_from
-from garm_models import normalise_labels
-from scaleset_naming import live_name
-from scaleset_plan import ReconcileSettings, validate_spec
+from garm_api.models import normalise_labels
+from relations.configurators import desired_from
+from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.plan import ReconcileSettings, validate_spec
 
 CONFIGURATOR_SRC = pathlib.Path(__file__).resolve().parents[1] / "charms/garm-configurator/src"
 PASSWORD_ID = "secret:d1n3kb7mp25c78a8ob30"

@@ -10,17 +10,17 @@ import datetime
 
 import pytest
 
-from configurator_state import DesiredState
 from contract import test_github_reconciler_contract as reconciler_contract
 from contract.test_github_reconciler_contract import ORG, REPO, pem_key
 from garm_api import EntityKind, GarmClient
-from garm_objects import ObjectsOutcome, reconcile_objects
 from garm_sim import GarmSim
-from github_cleanup import remove_unused_github_objects
-from github_reconciler import EntityBinding, GithubApp, reconcile_github
-from scaleset_naming import live_name
+from reconcile.garm_objects import ObjectsOutcome, reconcile_objects
+from reconcile.github_cleanup import remove_unused_github_objects
+from reconcile.github_objects import EntityBinding, GithubApp, reconcile_github
+from relations.configurators import DesiredState
 from scaleset_reconciler import ReconcileSettings
-from scaleset_spec import EntityRef, ScalesetSpec
+from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 
 # The GitHub reconciler's fixtures: a bootstrapped simulator and a client logged in to it.
 sim = reconciler_contract.sim

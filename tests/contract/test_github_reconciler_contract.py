@@ -10,8 +10,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from garm_api import EntityKind, GarmClient, GarmUnreachable
 from garm_sim import GarmSim
-from github_reconciler import EntityBinding, GithubApp, reconcile_github
-from scaleset_spec import EntityRef
+from reconcile.github_objects import EntityBinding, GithubApp, reconcile_github
+from scaleset_reconciler.spec import EntityRef
 
 ORG = EntityRef(EntityKind.ORGANIZATION, "acme")
 REPO = EntityRef(EntityKind.REPOSITORY, "acme/widgets")

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from configurator_state import DesiredState
 from contract.conftest import Garm
 from contract.test_scaleset_reconciler_contract import (
     NEW_LABELS,
@@ -21,17 +20,18 @@ from contract.test_scaleset_reconciler_contract import (
     sim_now,
 )
 from garm_api import GarmClient
-from garm_objects import ObjectsOutcome, reconcile_objects
-from runner_template import (
+from reconcile.garm_objects import ObjectsOutcome, reconcile_objects
+from reconcile.runner_template import (
     TEMPLATE_DESCRIPTION,
     RunnerConfig,
     extra_specs,
     render_template,
     template_name,
 )
-from scaleset_naming import live_name
-from scaleset_spec import ScalesetSpec
-from template_reconciler import remove_unused_templates, sync_templates
+from reconcile.templates import remove_unused_templates, sync_templates
+from relations.configurators import DesiredState
+from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.spec import ScalesetSpec
 
 BASE = (
     Path(__file__).resolve().parents[2]

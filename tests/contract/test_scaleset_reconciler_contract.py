@@ -9,8 +9,6 @@ import pytest
 from contract.conftest import PROVIDER, Garm
 from garm_api import EntityKind, GarmClient, GarmUnreachable
 from garm_sim import GarmSim
-from scaleset_marker import parse_marker
-from scaleset_naming import live_name
 from scaleset_reconciler import (
     Phase,
     ReconcileReport,
@@ -18,7 +16,9 @@ from scaleset_reconciler import (
     reconcile,
     status_message,
 )
-from scaleset_spec import EntityRef, ScalesetSpec
+from scaleset_reconciler.marker import parse_marker
+from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 
 REPO = EntityRef(EntityKind.REPOSITORY, "fake-org/fake-repo")
 OLD_LABELS = ("harness", "x64")

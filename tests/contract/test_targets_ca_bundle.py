@@ -16,7 +16,7 @@ from charmlibs.interfaces.tls_certificates import (
 
 from contract.conftest import ADMIN, PASSWORD, Target
 from garm_api import GarmClient
-from garm_bootstrap import BootstrapSecrets, ControllerUrls, bootstrap, pem_blocks
+from reconcile.bootstrap import BootstrapSecrets, ControllerUrls, bootstrap, pem_blocks
 
 CREDS = BootstrapSecrets(
     jwt_secret="unused", db_passphrase="unused", admin_username=ADMIN, admin_password=PASSWORD

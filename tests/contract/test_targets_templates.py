@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from configurator_state import RUNNER_EXTRA_SPECS, DesiredState
 from contract.conftest import Target, scaleset_body
 from contract.test_scaleset_reconciler_contract import (
     NEW_LABELS,
@@ -29,8 +28,8 @@ from contract.test_scaleset_reconciler_contract import (
     sim_now,
 )
 from garm_api import GarmBadRequest, GarmClient, Template
-from garm_objects import ObjectsOutcome, reconcile_objects
-from runner_template import (
+from reconcile.garm_objects import ObjectsOutcome, reconcile_objects
+from reconcile.runner_template import (
     SYSTEM_TEMPLATE,
     TEMPLATE_DESCRIPTION,
     RunnerConfig,
@@ -39,9 +38,10 @@ from runner_template import (
     render_template,
     template_name,
 )
-from scaleset_naming import live_name
-from scaleset_spec import ScalesetSpec
-from template_reconciler import remove_unused_templates
+from reconcile.templates import remove_unused_templates
+from relations.configurators import RUNNER_EXTRA_SPECS, DesiredState
+from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.spec import ScalesetSpec
 
 GOLDEN = Path(__file__).resolve().parents[2] / "charms/garm/tests/unit/runner_templates"
 # The golden `github_linux` of each GARM version (the newer build is commit afda4e76).

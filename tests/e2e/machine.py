@@ -31,8 +31,9 @@ from pathlib import Path
 
 from workload_double import this_users_ids
 
-from reconcile_tick import ReconcileTick, TickPaths
-from workload import COMMAND_TIMEOUT_SECONDS, CommandResult, Workload, run_command
+from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, run_command
+from workload.machine import Workload
+from workload.tick import ReconcileTick, TickPaths
 
 HERE = Path(__file__).resolve().parent
 STANDIN = HERE / "systemctl_standin.py"

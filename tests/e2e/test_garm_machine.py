@@ -40,8 +40,8 @@ from e2e.machine import Machine
 from e2e.postgres import PostgresServer, local_postgresql
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable, ScaleSet
-from garm_bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
-from garm_models import normalise_labels
+from garm_api.models import normalise_labels
+from reconcile.bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
 
 OLD_LABELS = ("linux", "x64")
 NEW_LABELS = ("linux", "x64", "large")

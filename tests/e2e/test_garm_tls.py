@@ -35,7 +35,7 @@ from contract.conftest import NEWER, V021, garm_binary
 from e2e.machine import Machine
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable
-from garm_bootstrap import ADMIN_LABEL, pem_blocks
+from reconcile.bootstrap import ADMIN_LABEL, pem_blocks
 
 STEP_TIMEOUT = 60.0
 LABELS = ("linux", "x64")

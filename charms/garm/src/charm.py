@@ -18,10 +18,7 @@ from pathlib import Path
 
 import ops
 
-import cos_agent
-import debug_ssh
-import garm_tls
-from charm_state import (
+from charm_config import (
     POSTGRESQL,
     SQLITE,
     SWITCH_HOWTO,
@@ -30,10 +27,6 @@ from charm_state import (
     backend_switch_problem,
     parse_config,
 )
-from configurator_state import DesiredState, read_configurators
-from credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
-from database import Database, DatabaseState, DatabaseStatus
-from debug_ssh import DebugSsh, read_debug_ssh
 from garm_api import (
     GarmApiError,
     GarmClient,
@@ -43,7 +36,7 @@ from garm_api import (
     GarmUnreachable,
     WireFormatError,
 )
-from garm_bootstrap import (
+from reconcile.bootstrap import (
     BootstrapError,
     BootstrapSecrets,
     ControllerUrls,
@@ -52,25 +45,24 @@ from garm_bootstrap import (
     read_secrets,
     wait_until_serving,
 )
-from garm_objects import list_scalesets, reconcile_objects
-from metrics_token import token_is_current
-from provider_retention import retained_providers, retention_message
-from reconcile_tick import ReconcileTick, TickError, TickSchedule
+from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
+from reconcile.garm_objects import list_scalesets, reconcile_objects
+from reconcile.metrics_token import token_is_current
+from reconcile.provider_retention import retained_providers, retention_message
+from relations import certificates as garm_tls
+from relations import cos_agent, debug_ssh
+from relations.configurators import DesiredState, read_configurators
+from relations.database import Database, DatabaseState, DatabaseStatus
+from relations.debug_ssh import DebugSsh, read_debug_ssh
+from relations.service_handover import HostClaim, Verdict, decide, reports_running, running_flag
 from scaleset_reconciler import ReconcileSettings
-from scaleset_report import STATUS_LIMIT, cut, fit
-from service_handover import HostClaim, Verdict, decide, reports_running, running_flag
-from workload import (
-    GARM_RESOURCE,
-    PROVIDER_RESOURCE,
-    GarmConfig,
-    ProxyConfig,
-    ResourceError,
-    TlsFiles,
-    Workload,
-    WorkloadError,
-    garm_built_after_v0_2_1,
-    garm_version_supports_postgresql,
-)
+from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
+from workload.config import GarmConfig, ProxyConfig, TlsFiles
+from workload.host import ResourceError, WorkloadError
+from workload.machine import Workload
+from workload.releases import GARM_RESOURCE, PROVIDER_RESOURCE
+from workload.tick import ReconcileTick, TickError, TickSchedule
+from workload.version import garm_built_after_v0_2_1, garm_version_supports_postgresql
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from pytest_httpserver import HTTPServer
 from workload_double import RecordingWorkload
 
 import charm
-from reconcile_tick import ReconcileTick, TickPaths
+from workload.tick import ReconcileTick, TickPaths
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from typing import Any
 
 from memory_garm import MemoryGarm
 
-from garm_models import EntityKind
+from garm_api.models import EntityKind
 from scaleset_reconciler import ReconcileReport, ReconcileSettings, reconcile
-from scaleset_spec import EntityRef, ScalesetSpec
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 
 REPO = EntityRef(EntityKind.REPOSITORY, "fake-org/fake-repo")
 ORG = EntityRef(EntityKind.ORGANIZATION, "fake-org")

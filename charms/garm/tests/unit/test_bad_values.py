@@ -29,10 +29,10 @@ from test_charm_configurators import OPENSTACK_PASSWORD, garm_secrets
 from workload_double import RecordingWorkload
 
 import charm
-import debug_ssh
 from charms.garm_configurator.v0 import garm_configurator as interface
-from garm_bootstrap import ADMIN_LABEL
 from garm_sim import GarmSim
+from reconcile.bootstrap import ADMIN_LABEL
+from relations import debug_ssh
 
 CHARMCRAFT = Path(charm.__file__).resolve().parents[1] / "charmcraft.yaml"
 APPS = ("small", "large")

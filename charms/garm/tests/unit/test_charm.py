@@ -15,10 +15,10 @@ from werkzeug import Request, Response
 from workload_double import RecordingWorkload
 
 import charm
-import cos_agent
-import garm_bootstrap
-from garm_bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
-from workload import CommandError, ResourceError
+from reconcile import bootstrap as garm_bootstrap
+from reconcile.bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
+from relations import cos_agent
+from workload.host import CommandError, ResourceError
 
 Ctx = testing.Context[charm.GarmCharm]
 Resources = frozenset[testing.Resource]

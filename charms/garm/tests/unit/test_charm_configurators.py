@@ -23,14 +23,14 @@ from workload_double import RecordingWorkload
 
 import charm
 from garm_api import GarmClient
-from garm_bootstrap import (
+from garm_sim import GarmSim
+from reconcile.bootstrap import (
     ADMIN_LABEL,
     ADMIN_USERNAME,
     DB_PASSPHRASE_LABEL,
     JWT_SECRET_LABEL,
     new_passphrase,
 )
-from garm_sim import GarmSim
 
 OPENSTACK_PASSWORD = "openstack-Pa55word-of-the-cloud"
 
@@ -728,7 +728,7 @@ def test_the_relation_library_loads_only_when_the_relations_are_read():
 
     src = Path(charm.__file__).parent
     code = (
-        "import sys, charm, configurator_state\n"
+        "import sys, charm\nfrom relations import configurators as configurator_state\n"
         "tops = lambda: {m.split('.')[0] for m in sys.modules}\n"
         "loaded = lambda: sorted(tops() & {'charms', 'pydantic'})\n"
         "print(loaded())\n"

@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from charm_state import (
+from charm_config import (
     InvalidConfigError,
     backend_switch_problem,
     parse_config,
@@ -213,10 +213,10 @@ def test_reading_the_config_loads_no_pydantic():
     import sys  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
 
-    import charm_state  # noqa: PLC0415
+    import charm_config as charm_state  # noqa: PLC0415
 
     code = (
-        "import sys, charm_state\ncharm_state.parse_config({})\nprint('pydantic' in sys.modules)"
+        "import sys, charm_config\ncharm_config.parse_config({})\nprint('pydantic' in sys.modules)"
     )
 
     output = subprocess.run(

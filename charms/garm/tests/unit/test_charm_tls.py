@@ -35,9 +35,9 @@ from tls_publication import (
 )
 from workload_double import RecordingWorkload
 
-import garm_tls
-import metrics_token
-from workload import TlsFiles
+from reconcile import metrics_token
+from relations import certificates as garm_tls
+from workload.config import TlsFiles
 
 # ops.testing's default address for every binding.
 UNIT_ADDRESS = "192.0.2.0"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from cosl import DashboardPath40UID, JujuTopology, LZMABase64
 
-import cos_agent
+from relations import cos_agent
 
 MODEL_UUID = "3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b"
 TOPOLOGY = JujuTopology(
@@ -216,7 +216,7 @@ def test_a_dashboard_that_is_not_an_object_is_refused(tmp_path: Path):
 
 def test_importing_the_charm_does_not_load_cosl():
     """Arrange: a fresh interpreter. Act: import charm. Assert: cosl is not loaded."""
-    src = Path(cos_agent.__file__).parent
+    src = Path(cos_agent.__file__).parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(src.parent / "lib")])}
     code = "import sys, charm; print('cosl' in sys.modules)"
 

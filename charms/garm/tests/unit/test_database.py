@@ -16,8 +16,8 @@ from ops import testing
 from test_charm import Config, Ctx, Resources, bootstrap_secrets
 from workload_double import RecordingWorkload
 
-import database
-from database import InvalidDatabaseError, parse_endpoint
+from relations import database
+from relations.database import InvalidDatabaseError, parse_endpoint
 
 CA = "-----BEGIN CERTIFICATE-----\nMIIBdummyCA\n-----END CERTIFICATE-----"
 
@@ -145,7 +145,7 @@ def test_importing_the_charm_does_not_load_the_database_library():
 
     Assert: dpcharmlibs is not loaded (only a hook with the relation needs it).
     """
-    src = Path(database.__file__).parent
+    src = Path(database.__file__).parents[1]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(src.parent / "lib")])}
     code = "import sys, charm; print('dpcharmlibs' in sys.modules)"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from debug_ssh import DebugSsh, parse_unit_data
+from relations.debug_ssh import DebugSsh, parse_unit_data
 
 VALID = {
     "host": "tmate.internal",

@@ -631,7 +631,7 @@ def test_module_import_does_not_load_the_generated_client():
     import subprocess  # noqa: PLC0415
     import sys  # noqa: PLC0415
 
-    src = Path(garm_api.__file__).parent
+    src = Path(garm_api.__file__).parents[1]
     code = "import sys, garm_api; print('garm_client' in sys.modules, 'pydantic' in sys.modules)"
 
     output = subprocess.run(
@@ -672,7 +672,7 @@ def test_a_converged_hook_loads_nothing_of_the_generated_client(httpserver: HTTP
 
     output = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=Path(garm_api.__file__).parent,
+        cwd=Path(garm_api.__file__).parents[1],
         capture_output=True,
         text=True,
         check=True,
@@ -708,7 +708,7 @@ def test_reads_send_the_generated_operations_request(httpserver: HTTPServer, cli
 def test_every_operation_the_client_calls_is_in_its_generated_class(client: GarmClient):
     """Arrange: the operation table. Act: resolve each operation. Assert: each is a method."""
     apis = client._apis()  # pyright: ignore[reportPrivateUsage]
-    operations = garm_api._ApiFacade._MODULES  # pyright: ignore[reportPrivateUsage]
+    operations = garm_api.client._ApiFacade._MODULES  # pyright: ignore[reportPrivateUsage]
 
     resolved = {name: getattr(apis, name) for name in operations}
 

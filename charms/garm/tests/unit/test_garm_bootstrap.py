@@ -10,7 +10,7 @@ from garm_fake import FakeGarm
 from pytest_httpserver import HTTPServer
 
 from garm_api import GarmClient
-from garm_bootstrap import (
+from reconcile.bootstrap import (
     ADMIN_LABEL,
     DB_PASSPHRASE_LABEL,
     JWT_SECRET_LABEL,

@@ -13,11 +13,11 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from fake_github import FakeGitHub, FakeGitHubConfig
 from garm_api import GarmBadRequest, GarmUnreachable
-from garm_models import EntityKind, GithubEndpoint
-from github_reconciler import GithubApp
-from github_runners import RunnerCheck, app_jwt
-from scaleset_plan import BusyRunner, entity_key
-from workload_config import ProxyConfig
+from garm_api.models import EntityKind, GithubEndpoint
+from reconcile.github_objects import GithubApp
+from reconcile.runner_checks import RunnerCheck, app_jwt
+from scaleset_reconciler.plan import BusyRunner, entity_key
+from workload.config import ProxyConfig
 
 REPO = "fake-org/fake-repo"
 APP_ID = 4242

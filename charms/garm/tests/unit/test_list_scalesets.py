@@ -8,9 +8,9 @@ from typing import Any
 from memory_garm import MemoryGarm
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
-from configurator_state import DesiredState
-from garm_objects import list_scalesets
-from scaleset_naming import live_name
+from reconcile.garm_objects import list_scalesets
+from relations.configurators import DesiredState
+from scaleset_reconciler.naming import live_name
 
 NEW_LABELS = ("x64", "gpu")
 

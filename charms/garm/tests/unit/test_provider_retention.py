@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from provider_retention import retained_providers, retention_message
+from reconcile.provider_retention import retained_providers, retention_message
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fake_systemctl import FAILURE_OUTPUT, FakeSystemctl, install_fake_systemctl
 
-from reconcile_tick import ReconcileTick, TickError, TickPaths, TickSchedule
+from workload.tick import ReconcileTick, TickError, TickPaths, TickSchedule
 
 CHARM_DIR = Path("/var/lib/juju/agents/unit-garm-0/charm")
 EVERY_MINUTE = TickSchedule("garm/0", CHARM_DIR, datetime.timedelta(minutes=1))

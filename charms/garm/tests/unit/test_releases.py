@@ -19,9 +19,11 @@ from tls_publication import untrusted_server_context
 from werkzeug import Request, Response
 from workload_double import this_users_ids
 
-import install
-from releases import Downloader, DownloadError, Release
-from workload import CommandResult, ProxyConfig, ResourceError, Workload
+from workload import install
+from workload.config import ProxyConfig
+from workload.host import CommandResult, ResourceError
+from workload.machine import Workload
+from workload.releases import Downloader, DownloadError, Release
 
 BODY = b"tarball bytes " * 100
 NO_PROXY = ProxyConfig()

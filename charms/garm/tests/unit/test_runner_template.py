@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_template import (
+from reconcile.runner_template import (
     APROXY_SCRIPT,
     DOCKERHUB_MIRROR_SCRIPT,
     INSTALL_ANCHOR,

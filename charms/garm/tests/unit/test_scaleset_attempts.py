@@ -7,9 +7,9 @@ import datetime
 from memory_garm import MemoryGarm
 from scaleset_fixtures import converge, make_spec, run
 
-from scaleset_marker import parse_marker
-from scaleset_naming import live_name
 from scaleset_reconciler import Phase, blocked_message
+from scaleset_reconciler.marker import parse_marker
+from scaleset_reconciler.naming import live_name
 
 NEW_LABELS = ("x64", "gpu")
 RETRY = datetime.timedelta(minutes=15)

@@ -8,8 +8,8 @@ import datetime
 from memory_garm import MemoryGarm
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
-from scaleset_naming import live_name
 from scaleset_reconciler import Phase, blocked_message, status_message
+from scaleset_reconciler.naming import live_name
 
 NEW_LABELS = ("x64", "gpu")
 TIMEOUT = datetime.timedelta(minutes=30)

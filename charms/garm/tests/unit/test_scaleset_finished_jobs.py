@@ -11,11 +11,9 @@ from memory_garm import MemoryGarm
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
 from fake_github import FakeGitHub
-from garm_models import EntityKind, GithubEndpoint
-from github_reconciler import GithubApp
-from github_runners import RunnerCheck
-from scaleset_naming import live_name
-from scaleset_plan import BusyRunner, entity_key
+from garm_api.models import EntityKind, GithubEndpoint
+from reconcile.github_objects import GithubApp
+from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler import (
     SETTLE_LIMIT,
     FinishedAtGithub,
@@ -23,8 +21,10 @@ from scaleset_reconciler import (
     ReconcileReport,
     reconcile,
 )
-from scaleset_report import Failure
-from workload_config import ProxyConfig
+from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler.report import Failure
+from workload.config import ProxyConfig
 
 NEW_LABELS = ("x64", "gpu")
 
@@ -269,7 +269,7 @@ def drain_waiting(garm: MemoryGarm, waits: Waits) -> ReconcileReport:
 
 def infos(caplog: pytest.LogCaptureFixture) -> list[str]:
     """The reconciler's log lines."""
-    return [r.getMessage() for r in caplog.records if r.name == "scaleset_reconciler"]
+    return [r.getMessage() for r in caplog.records if r.name == "scaleset_reconciler.executor"]
 
 
 def test_a_removal_garm_completes_at_once_costs_one_wait_and_is_logged(

@@ -10,11 +10,17 @@ from typing import Any
 import pytest
 from scaleset_fixtures import make_spec
 
-from garm_models import EntityKind, ScaleSet
-from scaleset_marker import Marker, config_hash, parse_marker
-from scaleset_naming import FamilyIndex, identity_hash, is_valid_logical_name, live_name, stem
-from scaleset_plan import ReconcileSettings, group, prepare
-from scaleset_spec import EntityRef, ScalesetSpec
+from garm_api.models import EntityKind, ScaleSet
+from scaleset_reconciler.marker import Marker, config_hash, parse_marker
+from scaleset_reconciler.naming import (
+    FamilyIndex,
+    identity_hash,
+    is_valid_logical_name,
+    live_name,
+    stem,
+)
+from scaleset_reconciler.plan import ReconcileSettings, group, prepare
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 
 
 def spec(

@@ -16,10 +16,10 @@ import pytest
 from memory_garm import REPO_ID, go_time
 from scaleset_fixtures import make_spec
 
-from garm_models import Entity, EntityKind, Instance, ScaleSet, ScaleSetCreate, ScaleSetUpdate
-from scaleset_marker import Marker, config_hash
-from scaleset_naming import live_name, name_for, stem
-from scaleset_plan import (
+from garm_api.models import Entity, EntityKind, Instance, ScaleSet, ScaleSetCreate, ScaleSetUpdate
+from scaleset_reconciler.marker import Marker, config_hash
+from scaleset_reconciler.naming import live_name, name_for, stem
+from scaleset_reconciler.plan import (
     CreateAction,
     DeleteAction,
     ForceRemoveAction,
@@ -38,7 +38,7 @@ from scaleset_plan import (
     prepare,
     validate_spec,
 )
-from scaleset_spec import EntityRef, ScalesetSpec
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
 LONG_AGO = NOW - datetime.timedelta(hours=1)

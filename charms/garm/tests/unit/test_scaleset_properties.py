@@ -47,9 +47,7 @@ from memory_garm import CONSOLIDATION_SECONDS, REPO_ID, WRITE_OPERATIONS, Call, 
 from scaleset_fixtures import SETTINGS, make_spec
 
 from garm_api import GarmApiError, GarmUnreachable
-from garm_models import EntityKind, normalise_labels
-from scaleset_naming import live_name
-from scaleset_plan import FORCEABLE_STATUSES, desired_create
+from garm_api.models import EntityKind, normalise_labels
 from scaleset_reconciler import (
     FinishedAtGithub,
     Phase,
@@ -57,8 +55,10 @@ from scaleset_reconciler import (
     blocked_message,
     reconcile,
 )
-from scaleset_report import REPEATED_DELETE_FAILURES, STATUS_LIMIT, short_name
-from scaleset_spec import ScalesetSpec
+from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.plan import FORCEABLE_STATUSES, desired_create
+from scaleset_reconciler.report import REPEATED_DELETE_FAILURES, STATUS_LIMIT, short_name
+from scaleset_reconciler.spec import ScalesetSpec
 
 LOGICAL = ("a", "b")
 LABEL_SETS = (("x64", "gpu"), ("arm64", "GPU"), ("gpu",), ("x64",), ("X64", "Linux"))

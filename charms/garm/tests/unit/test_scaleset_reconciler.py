@@ -10,9 +10,7 @@ from memory_garm import CONSOLIDATION_SECONDS, MemoryGarm
 from scaleset_fixtures import ORG, converge, make_spec, run
 
 from garm_api import GarmUnreachable
-from garm_models import ScaleSetUpdate
-from scaleset_marker import Marker, parse_marker
-from scaleset_naming import live_name
+from garm_api.models import ScaleSetUpdate
 from scaleset_reconciler import (
     Phase,
     ReconcileReport,
@@ -21,7 +19,10 @@ from scaleset_reconciler import (
     retry_message,
     status_message,
 )
-from scaleset_spec import ScalesetSpec
+from scaleset_reconciler.marker import Marker, parse_marker
+from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.plan import desired_create
+from scaleset_reconciler.spec import ScalesetSpec
 
 NEW_LABELS = ("x64", "gpu")
 
@@ -515,9 +516,7 @@ def test_orphans_swept_only_when_the_desired_state_is_complete():
     hand = garm.create_scaleset(
         make_spec().entity.kind,
         "c35919a8-8f26-4fc5-ba84-a7386cbd45c8",
-        dataclasses.replace(
-            __import__("scaleset_plan").desired_create(make_spec("hand"), "hand"), enabled=True
-        ),
+        dataclasses.replace(desired_create(make_spec("hand"), "hand"), enabled=True),
     )
     garm.calls.clear()
 

@@ -17,8 +17,6 @@ from memory_garm import MemoryGarm
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
 from garm_api import GarmBadRequest, ScaleSet, ScaleSetCreate, Template
-from scaleset_marker import parse_marker
-from scaleset_naming import live_name
 from scaleset_reconciler import (
     Phase,
     ReconcileReport,
@@ -28,8 +26,10 @@ from scaleset_reconciler import (
     retry_message,
     status_message,
 )
-from scaleset_report import Failure, short_name
-from scaleset_spec import ScalesetSpec
+from scaleset_reconciler.marker import parse_marker
+from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.report import Failure, short_name
+from scaleset_reconciler.spec import ScalesetSpec
 
 NEW_LABELS = ("x64", "gpu")
 REFUSED = "HTTP 400 refused: fault injected by the test"
@@ -500,7 +500,7 @@ def test_errors_and_warnings_of_a_pass_are_logged_with_the_spec(caplog: pytest.L
 
     run(garm, [make_spec("a"), make_spec("b", provider_name="nope")])
 
-    logged = [r.getMessage() for r in caplog.records if r.name == "scaleset_reconciler"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "scaleset_reconciler.executor"]
     assert logged == [
         f"scale sets: 'a': creating {live_name(make_spec('a'))!r}: create_scaleset: {REFUSED}",
         "scale sets: 'b': provider 'nope' is not configured in GARM yet",

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scaleset_report import (
+from scaleset_reconciler.report import (
     STATUS_LIMIT,
     Failure,
     Phase,

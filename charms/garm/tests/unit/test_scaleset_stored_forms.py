@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 from scaleset_fixtures import ORG, make_spec
 
-from scaleset_marker import Marker, config_hash, parse_marker
-from scaleset_naming import live_name, stem
+from scaleset_reconciler.marker import Marker, config_hash, parse_marker
+from scaleset_reconciler.naming import live_name, stem
 
 MOMENT = datetime.datetime(2026, 11, 30, 5, 52, 8, 62603, tzinfo=datetime.UTC)
 STAMP = "2026-11-30T05:52:08.062603Z"

@@ -13,7 +13,7 @@ from ops import testing
 from test_charm import PASSWORD, Config, Ctx, Resources, bootstrap_secrets, on_postgresql
 from workload_double import RecordingWorkload
 
-from service_handover import (
+from relations.service_handover import (
     HOST_KEY,
     HOST_SINCE_KEY,
     RUNNING_KEY,

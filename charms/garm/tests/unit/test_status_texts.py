@@ -18,7 +18,7 @@ from workload_double import RecordingWorkload
 import charm
 from garm_api import GarmBadRequest, GarmServerError, GarmUnreachable
 from garm_sim import GarmSim
-from scaleset_report import (
+from scaleset_reconciler.report import (
     STATUS_LIMIT,
     Failure,
     Phase,

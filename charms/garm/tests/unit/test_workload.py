@@ -21,22 +21,13 @@ import yaml
 from fake_systemctl import FAILURE_OUTPUT, FakeSystemctl, install_fake_systemctl
 from workload_double import this_users_ids
 
-import garm_version
-import install
-import workload
-from workload import (
-    CommandError,
-    CommandResult,
-    GarmConfig,
-    OpenStackProvider,
-    PostgresConfig,
-    ProxyConfig,
-    Release,
-    ResourceError,
-    TlsFiles,
-    Workload,
-    WorkloadError,
-)
+from workload import install
+from workload import machine as workload
+from workload import version as garm_version
+from workload.config import GarmConfig, OpenStackProvider, PostgresConfig, ProxyConfig, TlsFiles
+from workload.host import CommandError, CommandResult, ResourceError, WorkloadError
+from workload.machine import Workload
+from workload.releases import Release
 
 JWT_SECRET = "jwt-" + "Zq8#vT2m" * 6
 PASSPHRASE = "Xk3vQ9-rT7wLp2_Zm8Yc4NbH6sJd1FgA"

@@ -7,7 +7,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from workload import CommandError, GarmConfig, OpenStackProvider, ProxyConfig, ResourceError
+from workload.config import GarmConfig, OpenStackProvider, ProxyConfig
+from workload.host import CommandError, ResourceError
 
 
 @dataclasses.dataclass

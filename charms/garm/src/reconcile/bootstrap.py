@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Final, Protocol, TypeVar
 
-from docs_links import RESET_ADMIN_PASSWORD
 from garm_api import (
     ControllerInfo,
     GarmApiError,
@@ -29,6 +28,7 @@ from garm_api import (
     GarmUrlsRequired,
     WireFormatError,
 )
+from reconcile.docs_links import RESET_ADMIN_PASSWORD
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from garm_models import EntityKind
+from garm_api.models import EntityKind
 
 
 @dataclasses.dataclass(frozen=True)

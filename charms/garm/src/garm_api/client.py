@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-from garm_models import (
+from garm_api.models import (
     ControllerInfo,
     Entity,
     EntityKind,

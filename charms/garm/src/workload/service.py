@@ -20,9 +20,9 @@ from pathlib import Path
 
 from charmlibs import systemd
 
-from rendering import RenderedFile
-from workload_config import ProxyConfig
-from workload_host import SERVICE_NAME, CommandError, Paths, read_text, write_atomic
+from workload.config import ProxyConfig
+from workload.host import SERVICE_NAME, CommandError, Paths, read_text, write_atomic
+from workload.rendering import RenderedFile
 
 logger = logging.getLogger(__name__)
 

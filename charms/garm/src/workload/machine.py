@@ -12,28 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import service
-from garm_version import (
-    VERSION_TIMEOUT_SECONDS,
-    garm_built_after_v0_2_1,
-    garm_version_has_proxy_section,
-    garm_version_supports_postgresql,
-    installed_version,
-    parse_garm_version,
-)
-from install import Installer
-from releases import (
-    GARM_RELEASE,
-    GARM_RESOURCE,
-    PROVIDER_RELEASE,
-    PROVIDER_RESOURCE,
-    Fetcher,
-    Release,
-    fetch_url,
-)
-from rendering import RenderedFile, render_files, rendered_provider_names, write_files
-from workload_config import GarmConfig, OpenStackProvider, PostgresConfig, ProxyConfig, TlsFiles
-from workload_host import (
+from workload import service
+from workload.config import GarmConfig, OpenStackProvider, PostgresConfig, ProxyConfig, TlsFiles
+from workload.host import (
     COMMAND_TIMEOUT_SECONDS,
     SYSTEM_USER,
     TIMED_OUT,
@@ -50,6 +31,25 @@ from workload_host import (
     remove_tree,
     run_command,
     write_atomic,
+)
+from workload.install import Installer
+from workload.releases import (
+    GARM_RELEASE,
+    GARM_RESOURCE,
+    PROVIDER_RELEASE,
+    PROVIDER_RESOURCE,
+    Fetcher,
+    Release,
+    fetch_url,
+)
+from workload.rendering import RenderedFile, render_files, rendered_provider_names, write_files
+from workload.version import (
+    VERSION_TIMEOUT_SECONDS,
+    garm_built_after_v0_2_1,
+    garm_version_has_proxy_section,
+    garm_version_supports_postgresql,
+    installed_version,
+    parse_garm_version,
 )
 
 __all__ = [

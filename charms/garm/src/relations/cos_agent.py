@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from workload_host import Paths
+from workload.host import Paths
 
 if TYPE_CHECKING:
     import ops
@@ -33,7 +33,7 @@ DATA_KEY: Final = "config"
 JOB_NAME: Final = "garm"
 METRICS_PATH: Final = "/metrics"
 
-_CHARM_ROOT: Final = Path(__file__).resolve().parent.parent
+_CHARM_ROOT: Final = Path(__file__).resolve().parents[2]
 # Where the scrape finds the metrics token and GARM's CA on the machine.
 MACHINE: Final = Paths(Path("/"))
 

@@ -29,7 +29,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
-from scaleset_spec import ScalesetSpec
+from scaleset_reconciler.spec import ScalesetSpec
 
 MANAGED_BY = "garm-charm"
 

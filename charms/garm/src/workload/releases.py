@@ -16,8 +16,8 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Final
 
-from workload_config import ProxyConfig
-from workload_host import PROVIDER_BINARY, ResourceError
+from workload.config import ProxyConfig
+from workload.host import PROVIDER_BINARY, ResourceError
 
 GARM_RESOURCE: Final = "garm-binary"
 PROVIDER_RESOURCE: Final = "garm-provider-openstack"

@@ -13,7 +13,7 @@ import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from garm_models import (
+from garm_api.models import (
     Entity,
     EntityKind,
     Instance,
@@ -22,11 +22,16 @@ from garm_models import (
     ScaleSetUpdate,
     normalise_labels,
 )
-from scaleset_marker import Marker, config_hash, parse_marker
-from scaleset_naming import DEFAULT_MAX_LENGTH, FamilyIndex, is_valid_logical_name, name_for
-from scaleset_naming import live_name as spec_live_name
-from scaleset_naming import stem as spec_stem
-from scaleset_report import (
+from scaleset_reconciler.marker import Marker, config_hash, parse_marker
+from scaleset_reconciler.naming import (
+    DEFAULT_MAX_LENGTH,
+    FamilyIndex,
+    is_valid_logical_name,
+    name_for,
+)
+from scaleset_reconciler.naming import live_name as spec_live_name
+from scaleset_reconciler.naming import stem as spec_stem
+from scaleset_reconciler.report import (
     Phase,
     PredecessorReport,
     ReconcileReport,
@@ -35,7 +40,7 @@ from scaleset_report import (
     cut,
     short_name,
 )
-from scaleset_spec import ScalesetSpec
+from scaleset_reconciler.spec import ScalesetSpec
 
 # GARM refuses to remove an instance in any other state (garm-behaviour B18).
 FORCEABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_force_delete"})

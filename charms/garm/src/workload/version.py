@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from workload_host import Paths, Runner
+from workload.host import Paths, Runner
 
 VERSION_TIMEOUT_SECONDS: Final = 10
 # The last GARM release without the PostgreSQL backend and the [proxy] config section.

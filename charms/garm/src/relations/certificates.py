@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import ops
 
-from workload import TlsFiles
+from workload.config import TlsFiles
 
 if TYPE_CHECKING:
     from charmlibs.interfaces.tls_certificates import (

@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from garm_bootstrap import ADMIN_LABEL, JWT_SECRET_LABEL, PENDING_PASSWORD_KEY, SecretStore
+from reconcile.bootstrap import ADMIN_LABEL, JWT_SECRET_LABEL, PENDING_PASSWORD_KEY, SecretStore
 
 logger = logging.getLogger(__name__)
 

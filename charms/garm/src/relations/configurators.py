@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import ops
 
-from garm_models import EntityKind
-from github_reconciler import EntityBinding, GithubApp
-from runner_template import RunnerConfig, extra_specs, template_name
-from scaleset_spec import EntityRef, ScalesetSpec
-from workload import OpenStackProvider
+from garm_api.models import EntityKind
+from reconcile.github_objects import EntityBinding, GithubApp
+from reconcile.runner_template import RunnerConfig, extra_specs, template_name
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec
+from workload.config import OpenStackProvider
 
 if TYPE_CHECKING:
     from charms.garm_configurator.v0 import garm_configurator as interface

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from garm_api import GarmApiError
-from garm_models import Entity, EntityKind, GithubCredentials, ScaleSet
-from github_reconciler import DESCRIPTION_PREFIX, EntityBinding, GithubApi
+from garm_api.models import Entity, EntityKind, GithubCredentials, ScaleSet
+from reconcile.github_objects import DESCRIPTION_PREFIX, EntityBinding, GithubApi
 
 logger = logging.getLogger(__name__)
 

@@ -37,8 +37,8 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 
-from garm_models import EntityKind, normalise_labels
-from scaleset_spec import ScalesetSpec
+from garm_api.models import EntityKind, normalise_labels
+from scaleset_reconciler.spec import ScalesetSpec
 
 DEFAULT_MAX_LENGTH = 64
 HASH_LENGTH = 8

@@ -24,10 +24,10 @@ from typing import Any
 from urllib.parse import quote
 
 from garm_api import GarmApiError
-from garm_models import EntityKind, GithubEndpoint
-from github_reconciler import GithubApp
-from scaleset_plan import BusyRunner, entity_key
-from workload_config import ProxyConfig
+from garm_api.models import EntityKind, GithubEndpoint
+from reconcile.github_objects import GithubApp
+from scaleset_reconciler.plan import BusyRunner, entity_key
+from workload.config import ProxyConfig
 
 logger = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ from garm_api import (
     ScaleSetUpdate,
     Template,
 )
-from scaleset_plan import (
+from scaleset_reconciler.plan import (
     Action,
     BusyRunner,
     CreateAction,
@@ -59,7 +59,7 @@ from scaleset_plan import (
     plan,
     prepare,
 )
-from scaleset_report import (
+from scaleset_reconciler.report import (
     REPEATED_DELETE_FAILURES,
     Failure,
     Phase,
@@ -70,7 +70,7 @@ from scaleset_report import (
     retry_message,
     status_message,
 )
-from scaleset_spec import ScalesetSpec
+from scaleset_reconciler.spec import ScalesetSpec
 
 __all__ = [
     "BusyRunner",

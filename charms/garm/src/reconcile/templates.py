@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from garm_api import GarmApiError
-from garm_models import ScaleSet, Template
-from runner_template import (
+from garm_api.models import ScaleSet, Template
+from reconcile.runner_template import (
     SYSTEM_TEMPLATE,
     TEMPLATE_DESCRIPTION,
     RunnerConfig,

@@ -14,9 +14,8 @@ from typing import Any, Final
 
 import tomli_w
 
-from garm_version import garm_version_has_proxy_section
-from workload_config import GarmConfig, OpenStackProvider, ProxyConfig
-from workload_host import (
+from workload.config import GarmConfig, OpenStackProvider, ProxyConfig
+from workload.host import (
     SYSTEM_USER,
     Paths,
     WorkloadError,
@@ -25,6 +24,7 @@ from workload_host import (
     remove_tree,
     write_atomic,
 )
+from workload.version import garm_version_has_proxy_section
 
 # garm-provider-openstack speaks GARM's external interface v0.1.0; v0.1.1 is broken in GARM
 # for ListInstances (garm-behaviour B7), so `interface_version` is left out on purpose.

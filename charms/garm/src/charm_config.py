@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
-from docs_links import SWITCH_DATABASE
+from reconcile.docs_links import SWITCH_DATABASE
 
 LogLevel = Literal["debug", "info", "warn", "error"]
 LOG_LEVELS: Final = ("debug", "info", "warn", "error")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import ops
 
-from workload import PostgresConfig
+from workload.config import PostgresConfig
 
 if TYPE_CHECKING:
     from dpcharmlibs.interfaces import ResourceProviderModel, ResourceRequirerEventHandler

@@ -12,16 +12,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from releases import (
-    GARM_RELEASE,
-    PROVIDER_RELEASE,
-    Fetcher,
-    Release,
-    extract_member,
-    tarball_bytes,
-)
-from workload_config import ProxyConfig
-from workload_host import (
+from workload.config import ProxyConfig
+from workload.host import (
     SYSTEM_USER,
     IdLookup,
     Paths,
@@ -29,6 +21,14 @@ from workload_host import (
     check_command,
     ensure_directory,
     write_atomic,
+)
+from workload.releases import (
+    GARM_RELEASE,
+    PROVIDER_RELEASE,
+    Fetcher,
+    Release,
+    extract_member,
+    tarball_bytes,
 )
 
 logger = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from garm_api import GarmApiError, InvalidRequest
-from garm_models import Entity, EntityKind, GithubCredentials
-from scaleset_spec import EntityRef
+from garm_api.models import Entity, EntityKind, GithubCredentials
+from scaleset_reconciler.spec import EntityRef
 
 logger = logging.getLogger(__name__)
 

@@ -14,12 +14,17 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from configurator_state import DesiredState
 from garm_api import GithubEndpoint, Instance, ScaleSet
-from github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
-from github_reconciler import GithubReport, reconcile_github
-from github_runners import GITHUB_ENDPOINT, RunnerCheck
-from scaleset_plan import entity_key
+from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
+from reconcile.github_objects import GithubReport, reconcile_github
+from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
+from reconcile.templates import (
+    TemplateApi,
+    TemplateReport,
+    remove_unused_templates,
+    sync_templates,
+)
+from relations.configurators import DesiredState
 from scaleset_reconciler import (
     PredecessorReport,
     ReconcileReport,
@@ -31,14 +36,9 @@ from scaleset_reconciler import (
     retry_message,
     status_message,
 )
-from scaleset_report import SpecReport, fit
-from template_reconciler import (
-    TemplateApi,
-    TemplateReport,
-    remove_unused_templates,
-    sync_templates,
-)
-from workload_config import ProxyConfig
+from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.report import SpecReport, fit
+from workload.config import ProxyConfig
 
 logger = logging.getLogger(__name__)
 

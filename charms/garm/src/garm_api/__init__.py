@@ -1,0 +1,68 @@
+"""The only way into GARM's REST API: typed calls, normalised answers, one error taxonomy.
+
+`GarmClient` (`client`) makes the calls; `models` reads GARM's answers into frozen domain types
+that normalise its wire format. Only this package imports the generated `garm_client`, and only
+inside calls, so importing it stays cheap in every hook (docs/adr/0001-garm-api-boundary.md).
+"""
+
+from garm_api.client import (
+    ControllerInfo,
+    Entity,
+    EntityKind,
+    GarmApiError,
+    GarmBadRequest,
+    GarmClient,
+    GarmConflict,
+    GarmError,
+    GarmNotFound,
+    GarmNotInitialised,
+    GarmNotReady,
+    GarmServerError,
+    GarmUnauthorized,
+    GarmUnreachable,
+    GarmUrlsRequired,
+    GithubCredentials,
+    GithubEndpoint,
+    Instance,
+    InvalidRequest,
+    Provider,
+    ScaleSet,
+    ScaleSetCreate,
+    ScaleSetUpdate,
+    Template,
+    User,
+    WireFormatError,
+    normalise_label,
+    normalise_labels,
+)
+
+__all__ = [
+    "ControllerInfo",
+    "Entity",
+    "EntityKind",
+    "GarmApiError",
+    "GarmBadRequest",
+    "GarmClient",
+    "GarmConflict",
+    "GarmError",
+    "GarmNotFound",
+    "GarmNotInitialised",
+    "GarmNotReady",
+    "GarmServerError",
+    "GarmUnauthorized",
+    "GarmUnreachable",
+    "GarmUrlsRequired",
+    "GithubCredentials",
+    "GithubEndpoint",
+    "Instance",
+    "InvalidRequest",
+    "Provider",
+    "ScaleSet",
+    "ScaleSetCreate",
+    "ScaleSetUpdate",
+    "Template",
+    "User",
+    "WireFormatError",
+    "normalise_label",
+    "normalise_labels",
+]

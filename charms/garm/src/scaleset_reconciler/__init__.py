@@ -1,0 +1,42 @@
+"""Scale sets: make GARM's scale sets match the specs, changing immutable fields by replacement.
+
+The package, one job per module, from the bottom up: `spec` (what a configurator asks for),
+`naming` (live names and families), `marker` (the ownership marker and drain clock in GARM's
+`extended_state`), `report` (what a pass did and the `juju status` text), `plan` (the pure
+changeover planner) and `executor` (one pass: observe GARM, plan, execute). Nothing here
+imports ops. The changeover is explained in docs/explanation/scaleset-changeover.md.
+"""
+
+from scaleset_reconciler.executor import (
+    SETTLE_LIMIT,
+    BusyRunner,
+    FinishedAtGithub,
+    Phase,
+    PredecessorReport,
+    ReconcileReport,
+    ReconcileSettings,
+    ScalesetApi,
+    SpecReport,
+    blocked_message,
+    preview,
+    reconcile,
+    retry_message,
+    status_message,
+)
+
+__all__ = [
+    "SETTLE_LIMIT",
+    "BusyRunner",
+    "FinishedAtGithub",
+    "Phase",
+    "PredecessorReport",
+    "ReconcileReport",
+    "ReconcileSettings",
+    "ScalesetApi",
+    "SpecReport",
+    "blocked_message",
+    "preview",
+    "reconcile",
+    "retry_message",
+    "status_message",
+]
