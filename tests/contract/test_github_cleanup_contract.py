@@ -14,10 +14,10 @@ from contract import test_github_reconciler_contract as reconciler_contract
 from contract.test_github_reconciler_contract import ORG, REPO, pem_key
 from garm_api import EntityKind, GarmClient
 from garm_sim import GarmSim
+from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import ObjectsOutcome, reconcile_objects
 from reconcile.github_cleanup import remove_unused_github_objects
 from reconcile.github_objects import EntityBinding, GithubApp, reconcile_github
-from relations.configurators import DesiredState
 from scaleset_reconciler import ReconcileSettings
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec

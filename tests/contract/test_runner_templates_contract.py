@@ -20,6 +20,7 @@ from contract.test_scaleset_reconciler_contract import (
     sim_now,
 )
 from garm_api import GarmClient
+from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import ObjectsOutcome, reconcile_objects
 from reconcile.runner_template import (
     TEMPLATE_DESCRIPTION,
@@ -29,7 +30,6 @@ from reconcile.runner_template import (
     template_name,
 )
 from reconcile.templates import remove_unused_templates, sync_templates
-from relations.configurators import DesiredState
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.spec import ScalesetSpec
 

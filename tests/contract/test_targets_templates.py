@@ -28,6 +28,7 @@ from contract.test_scaleset_reconciler_contract import (
     sim_now,
 )
 from garm_api import GarmBadRequest, GarmClient, Template
+from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import ObjectsOutcome, reconcile_objects
 from reconcile.runner_template import (
     SYSTEM_TEMPLATE,
@@ -39,7 +40,7 @@ from reconcile.runner_template import (
     template_name,
 )
 from reconcile.templates import remove_unused_templates
-from relations.configurators import RUNNER_EXTRA_SPECS, DesiredState
+from relations.configurators import RUNNER_EXTRA_SPECS
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.spec import ScalesetSpec
 

@@ -46,12 +46,13 @@ from reconcile.bootstrap import (
     wait_until_serving,
 )
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
+from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import list_scalesets, reconcile_objects
 from reconcile.metrics_token import token_is_current
 from reconcile.provider_retention import retained_providers, retention_message
 from relations import certificates as garm_tls
 from relations import cos_agent, debug_ssh
-from relations.configurators import DesiredState, read_configurators
+from relations.configurators import read_configurators
 from relations.database import Database, DatabaseState, DatabaseStatus
 from relations.debug_ssh import DebugSsh, read_debug_ssh
 from relations.service_handover import HostClaim, Verdict, decide, reports_running, running_flag

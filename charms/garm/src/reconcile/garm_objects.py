@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from garm_api import GithubEndpoint, Instance, ScaleSet
+from reconcile.desired_state import DesiredState
 from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
 from reconcile.github_objects import GithubReport, reconcile_github
 from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
@@ -24,7 +25,6 @@ from reconcile.templates import (
     remove_unused_templates,
     sync_templates,
 )
-from relations.configurators import DesiredState
 from scaleset_reconciler import (
     PredecessorReport,
     ReconcileReport,

@@ -16,7 +16,6 @@ look like "delete everything".
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 import ops
 
 from garm_api.models import EntityKind
+from reconcile.desired_state import DesiredState
 from reconcile.github_objects import EntityBinding, GithubApp
 from reconcile.runner_template import RunnerConfig, extra_specs, template_name
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec
@@ -39,23 +39,6 @@ logger = logging.getLogger(__name__)
 # network for a metadata service (the original github-runner charm does so against
 # CVE-2024-6174); garm-provider-openstack takes it per scale set (garm-behaviour B24).
 RUNNER_EXTRA_SPECS: Final[Mapping[str, Any]] = MappingProxyType({"use_config_drive": True})
-
-
-@dataclasses.dataclass(frozen=True)
-class DesiredState:
-    """What the configurators ask for, and what stopped some of them from asking."""
-
-    specs: tuple[ScalesetSpec, ...] = ()
-    providers: tuple[OpenStackProvider, ...] = ()
-    bindings: tuple[EntityBinding, ...] = ()
-    waiting: tuple[str, ...] = ()
-    problems: tuple[str, ...] = ()
-    runner_templates: tuple[tuple[str, RunnerConfig], ...] = ()
-
-    @property
-    def complete(self) -> bool:
-        """Whether every related configurator is represented, so absent specs mean removal."""
-        return not self.waiting and not self.problems
 
 
 def provider_name(app_name: str) -> str:

@@ -8,8 +8,8 @@ from typing import Any
 from memory_garm import MemoryGarm
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
+from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import list_scalesets
-from relations.configurators import DesiredState
 from scaleset_reconciler.naming import live_name
 
 NEW_LABELS = ("x64", "gpu")
