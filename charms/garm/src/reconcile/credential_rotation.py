@@ -10,7 +10,7 @@ lives in GARM's database too, so it changes in three steps, each safe to repeat:
 
 A run that fails after step 1 leaves the pending password in the secret: the next run uses that
 same one, so rerunning the action finishes the rotation, and the bootstrap meanwhile logs in
-with whichever of the two GARM accepts (`garm_bootstrap.login`).
+with whichever of the two GARM accepts (`bootstrap.login`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ refusal means "not yet": the object is kept and the next pass tries again.
 What is the charm's:
 
 - credentials named `garm-app-<app id>-<installation id>` whose description starts with the
-  charm's marker (`github_reconciler.DESCRIPTION_PREFIX`);
+  charm's marker (`github_objects.DESCRIPTION_PREFIX`);
 - an organization or repository that uses such credentials: the charm registers entities only
   with its own credentials. One an operator registered with their own credentials is never
   touched, and neither is anything else they made.

@@ -56,7 +56,7 @@ class RunnerCheck:
 
     Attributes:
         endpoint: returns GARM's `github.com` endpoint (None: none); called only when asked.
-        apps: the GitHub App of each entity, keyed by `scaleset_plan.entity_key`.
+        apps: the GitHub App of each entity, keyed by `scaleset_reconciler.plan.entity_key`.
         proxy: the model's proxy.
         clock: seconds since the epoch, for the App's JWT.
     """

@@ -1,6 +1,6 @@
 """Scale sets: make GARM's scale sets match the specs, changing immutable fields by replacement.
 
-One pass observes GARM, plans in pure code (`scaleset_plan`) and executes the plan:
+One pass observes GARM, plans in pure code (`plan`) and executes the plan:
 
     list_scalesets -> group into families -> list what the plan needs (providers and entities
     only to create, instances only to drain) -> ask GitHub about busy runners of retired scale
@@ -9,8 +9,8 @@ One pass observes GARM, plans in pure code (`scaleset_plan`) and executes the pl
 A retired scale set emptied by removing runners whose jobs GitHub says ended is deleted in the
 same pass: the pass waits (bounded) for GARM to remove those runners, then plans once more.
 
-Naming is in `scaleset_naming`, the ownership marker and drain clock in `scaleset_marker`
-(ADR 0002), the report and the `juju status` text in `scaleset_report`. The changeover itself
+Naming is in `naming`, the ownership marker and drain clock in `marker` (ADR 0002), the
+report and the `juju status` text in `report`. The changeover itself
 is explained in docs/explanation/scaleset-changeover.md.
 
 Errors: one spec's refusal by GARM (`GarmApiError`) or a request the client refuses to send

@@ -17,7 +17,7 @@ list responses (garm-behaviour B16). The charm writes a small JSON object there:
 - `delete-failures` counts deletes GARM answered 200 to but kept (garm-behaviour B15), and
   `delete-retry-at` is when the next delete is sent: the wait doubles with each kept delete.
 - `attempt` (when above 0) says which attempt at its spec's labels this scale set is: its name
-  was made with that attempt number (`scaleset_naming`).
+  was made with that attempt number (`naming`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`ScalesetSpec`: what one configurator asks for, as the scale-set reconciler consumes it.
 
-A spec is built by `charm_state` from relation data (already validated there) and is pure data:
-no I/O, no ops, no GARM types beyond `EntityKind`.
+A spec is built by `relations.configurators` from relation data (already validated there) and is
+pure data: no I/O, no ops, no GARM types beyond `EntityKind`.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 A facade: each job lives in its own module (docs/adr/0012-workload-split-one-job-per-module.md).
 `releases` pins, downloads and verifies tarballs; `install` puts the user, directories and
 binaries in place; `rendering` renders and writes what GARM runs with; `service` drives systemd
-and restarts GARM only when that changed; `garm_version` reads what the binary can do;
-`workload_host` holds the paths, commands and file primitives; `workload_config` the values the
-charm hands in. No ops imports anywhere below this module.
+and restarts GARM only when that changed; `version` reads what the binary can do; `host` holds
+the paths, commands and file primitives; `config` the values the charm hands in. No ops imports
+anywhere below this module.
 """
 
 from __future__ import annotations
