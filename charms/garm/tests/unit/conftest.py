@@ -11,9 +11,9 @@ from fake_systemctl import FakeSystemctl, install_fake_systemctl
 from garm_fake import FakeGarm
 from ops import testing
 from pytest_httpserver import HTTPServer
-from workload_double import RecordingWorkload
 
 import charm
+from doubles.workload_double import RecordingWorkload
 from workload.tick import ReconcileTick, TickPaths
 
 

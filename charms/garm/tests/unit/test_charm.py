@@ -8,13 +8,13 @@ from typing import Any, cast
 
 import ops
 import pytest
-from database_publication import database_relation, database_secret
 from garm_fake import ALREADY_INITIALISED, FakeGarm, recorded_body
 from ops import testing
 from werkzeug import Request, Response
-from workload_double import RecordingWorkload
 
 import charm
+from doubles.database_publication import database_relation, database_secret
+from doubles.workload_double import RecordingWorkload
 from reconcile import bootstrap as garm_bootstrap
 from reconcile.bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
 from relations import cos_agent

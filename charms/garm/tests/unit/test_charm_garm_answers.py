@@ -10,7 +10,8 @@ import pytest
 from garm_fake import FakeGarm
 from ops import testing
 from test_charm import PASSWORD, Config, Ctx, Resources, bootstrap_secrets, bootstrapped
-from workload_double import RecordingWorkload
+
+from doubles.workload_double import RecordingWorkload
 
 SERVER_ERROR = '{"error": "Internal Server Error", "details": ""}'
 LOGIN = "POST /api/v1/auth/login"

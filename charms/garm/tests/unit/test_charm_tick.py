@@ -12,9 +12,9 @@ from garm_fake import FakeGarm
 from ops import testing
 from scenario.state import _Event  # pyright: ignore[reportPrivateUsage]
 from test_charm import bootstrap_secrets, bootstrapped
-from workload_double import RecordingWorkload
 
 import charm
+from doubles.workload_double import RecordingWorkload
 
 TIMER = "garm-reconcile-tick.timer"
 # What `JUJU_DISPATCH_PATH=hooks/reconcile-tick ./dispatch` makes ops emit: `charm.on.<name>`.

@@ -24,7 +24,8 @@ from garm_fake import FakeGarm
 from ops import testing
 from pytest_httpserver import HTTPServer
 from test_charm import JWT, Ctx, Resources, bootstrap_secrets, bootstrapped
-from tls_publication import (
+
+from doubles.tls_publication import (
     Issuer,
     certificates_relation,
     csr_pem,
@@ -33,8 +34,7 @@ from tls_publication import (
     requested,
     server_context,
 )
-from workload_double import RecordingWorkload
-
+from doubles.workload_double import RecordingWorkload
 from reconcile import metrics_token
 from relations import certificates as garm_tls
 from workload.config import TlsFiles

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import ops
 import pytest
-from database_publication import database_relation, database_secret
 from garm_fake import FakeGarm
 from ops import testing
 from test_charm import Config, Ctx, Resources, bootstrap_secrets
-from workload_double import RecordingWorkload
 
+from doubles.database_publication import database_relation, database_secret
+from doubles.workload_double import RecordingWorkload
 from relations import database
 from relations.database import InvalidDatabaseError, parse_endpoint
 

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from ops import testing
 from test_charm import PASSWORD, Config, Ctx, Resources, bootstrap_secrets, on_postgresql
-from workload_double import RecordingWorkload
 
+from doubles.workload_double import RecordingWorkload
 from relations.service_handover import (
     HOST_KEY,
     HOST_SINCE_KEY,
