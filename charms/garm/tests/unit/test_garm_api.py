@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-import garm_api
+import garm_api.client
 from doubles.tls_publication import untrusted_server_context
 from garm_api import (
     EntityKind,
