@@ -21,21 +21,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import pathlib
 import sys
 import time
 from typing import Any
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "charms/garm/src"), str(ROOT / "charms/garm/tests/unit")]
-
-from memory_garm import MemoryGarm  # noqa: E402  # pyright: ignore[reportMissingImports]
-
-from garm_api.models import EntityKind, ScaleSet  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_reconciler import reconcile  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_reconciler.marker import Marker, config_hash  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_reconciler.naming import live_name  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_reconciler.plan import (  # noqa: E402  # pyright: ignore[reportMissingImports]
+from doubles.memory_garm import MemoryGarm  # pyright: ignore[reportMissingImports]
+from garm_api.models import EntityKind, ScaleSet  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler import reconcile  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.marker import Marker, config_hash  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.naming import live_name  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.plan import (  # pyright: ignore[reportMissingImports]
     Observed,
     ReconcileSettings,
     group,
@@ -43,7 +38,7 @@ from scaleset_reconciler.plan import (  # noqa: E402  # pyright: ignore[reportMi
     plan,
     prepare,
 )
-from scaleset_reconciler.spec import EntityRef, ScalesetSpec  # noqa: E402  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec  # pyright: ignore[reportMissingImports]
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
 SETTINGS = ReconcileSettings()

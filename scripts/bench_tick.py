@@ -26,16 +26,15 @@ import subprocess
 import sys
 import time
 
+from charms.garm_configurator.v0 import garm_configurator as interface
+from garm_api import EntityKind, GarmClient  # pyright: ignore[reportMissingImports]
+from garm_sim import GarmSim  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler import reconcile  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.spec import EntityRef, ScalesetSpec  # pyright: ignore[reportMissingImports]
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SRC = ROOT / "charms/garm/src"
 LIB = ROOT / "charms/garm/lib"
-sys.path[:0] = [str(SRC), str(LIB), str(ROOT / "tests")]
-
-from charms.garm_configurator.v0 import garm_configurator as interface  # noqa: E402
-from garm_api import EntityKind, GarmClient  # noqa: E402  # pyright: ignore[reportMissingImports]
-from garm_sim import GarmSim  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_reconciler import reconcile  # noqa: E402  # pyright: ignore[reportMissingImports]
-from scaleset_reconciler.spec import EntityRef, ScalesetSpec  # noqa: E402  # pyright: ignore[reportMissingImports]
 
 SCALESETS = 40
 RUNS = 7

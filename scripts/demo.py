@@ -27,24 +27,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from unittest import mock
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path[:0] = [
-    str(ROOT / "charms/garm/src"),
-    str(ROOT / "charms/garm/lib"),
-    str(ROOT / "charms/garm/tests/unit"),
-    str(ROOT / "tests"),
-]
+from demo_story import NEW_LABELS, OLD_LABELS, Row
+from ops import testing
 
-from configurator_publication import pkcs1_app_key, small_databag  # noqa: E402
-from ops import testing  # noqa: E402
-from workload_double import RecordingWorkload  # noqa: E402
+import charm
+from doubles.configurator_publication import pkcs1_app_key, small_databag
+from doubles.workload_double import RecordingWorkload
+from garm_api import GarmClient
+from garm_sim import GarmSim, SimClock
 
-import charm  # noqa: E402
-from garm_api import GarmClient  # noqa: E402
-from garm_sim import GarmSim, SimClock  # noqa: E402
-
-OLD_LABELS = ("linux", "x64")
-NEW_LABELS = ("linux", "x64", "large")
 # One second past the charm's default handover-grace (60s).
 PAST_GRACE = 61.0
 # GARM learns that a job on a disabled (retired) scale set ended only at its periodic runner
@@ -204,30 +195,6 @@ class Demo:
         for row in rows:
             print(f"        {row}")
         return 1
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    """One scale set as the demo prints it."""
-
-    name: str
-    enabled: bool
-    labels: list[str]
-    min_max: tuple[int, int]
-    runners: Counter[str]
-
-    def __str__(self) -> str:
-        """E.g. `small-3f2a9c1d  enabled   linux,x64   min/max 1/4  runners: 1 idle, 1 busy`."""
-        state = "enabled" if self.enabled else "disabled"
-        runners = ", ".join(
-            f"{count} {'busy' if status == 'active' else status}"
-            for status, count in sorted(self.runners.items())
-        )
-        low, high = self.min_max
-        return (
-            f"{self.name}  {state:<8}  {','.join(self.labels):<16} "
-            f"min/max {low}/{high}  runners: {runners or 0}"
-        )
 
 
 @contextmanager

@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from unittest import mock
 
-from configurator_publication import pkcs1_app_key, republished
-from demo import NEW_LABELS, OLD_LABELS, Row
+from demo_story import NEW_LABELS, OLD_LABELS, Row
 from ops import testing
 
 import charm
 from contract.garm_http import call
+from doubles.configurator_publication import pkcs1_app_key, republished
 from e2e.machine import Machine, build_tarball
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable, ScaleSet

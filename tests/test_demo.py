@@ -1,5 +1,6 @@
 """`tox -e demo` (scripts/demo.py) runs the label change end to end and says so."""
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -8,7 +9,14 @@ import pytest
 
 from contract.conftest import V021, garm_binary
 
-DEMO = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "demo.py"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEMO = ROOT / "scripts" / "demo.py"
+# What `tox -e demo` puts on the import path: the charm's code and libraries, and tests/.
+DEMO_ENV = os.environ | {
+    "PYTHONPATH": os.pathsep.join(
+        str(ROOT / part) for part in ("charms/garm/src", "charms/garm/lib", "tests")
+    )
+}
 
 
 def test_demo_runs_the_label_change_to_the_end():
@@ -19,7 +27,12 @@ def test_demo_runs_the_label_change_to_the_end():
     short enough to read.
     """
     done = subprocess.run(
-        [sys.executable, str(DEMO)], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, str(DEMO)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=DEMO_ENV,
     )
 
     assert done.returncode == 0, done.stdout + done.stderr
@@ -58,6 +71,7 @@ def test_demo_runs_the_label_change_on_a_real_garm():
         text=True,
         timeout=400,
         check=False,
+        env=DEMO_ENV,
     )
 
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]

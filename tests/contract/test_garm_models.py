@@ -1,6 +1,6 @@
 """One GARM model: the in-memory GARM and the simulator answer one table of behaviours alike.
 
-`charms/garm/tests/unit/memory_garm.py` stands in for `garm_api.GarmClient` in the reconciler's
+`tests/doubles/memory_garm.py` stands in for `garm_api.GarmClient` in the reconciler's
 unit and property tests; the simulator (`tests/garm_sim`) is checked against the real binaries
 by the cross-target tests. Each behaviour below is a script of scale-set API calls and test
 controls (time, jobs, GitHub switches, refusals, outages) that returns what it observed as plain
@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import pytest
-from memory_garm import CONSOLIDATION_SECONDS as MEMORY_CONSOLIDATION
-from memory_garm import REPO_ID, MemoryGarm
 
 from contract.conftest import PROVIDER, bootstrap_over_http
+from doubles.memory_garm import CONSOLIDATION_SECONDS as MEMORY_CONSOLIDATION
+from doubles.memory_garm import REPO_ID, MemoryGarm
 from garm_api import (
     EntityKind,
     GarmClient,

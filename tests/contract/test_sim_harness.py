@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import http.client
+import json
+import ssl
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,6 +20,7 @@ import pytest
 
 from contract.conftest import Garm
 from contract.garm_http import call
+from doubles.tls_publication import untrusted_server_context
 from garm_sim import GarmSim
 
 TESTS_DIR = Path(__file__).parent.parent
@@ -193,3 +200,94 @@ def test_concurrent_requests_are_all_answered(garm: Garm):
 
     assert statuses == [200] * 40
     assert garm.sim.count(path="/api/v1/scalesets/{id}") == 40
+
+
+def test_status_fault_with_a_body_answers_it_raw(garm: Garm):
+    """Arrange: a fault answering 200 with a body that is not JSON (a proxy's page).
+
+    Act: list scale sets. Assert: exactly that status and body; the log records the answer.
+    """
+    garm.sim.fault(method="GET", path="/api/v1/scalesets", status=200, body="<html>proxy</html>")
+
+    reply = garm.call("GET", "/scalesets")
+
+    assert (reply.status, reply.raw) == (200, "<html>proxy</html>")
+    assert garm.sim.requests[-1].answer == b"<html>proxy</html>"
+
+
+def test_before_fault_lands_another_change_first(sim: GarmSim):
+    """Arrange: another client's first-run lands just before ours (a `before` fault).
+
+    Act: first-run. Assert: GARM answers 409 already initialized; the other admin stays.
+    """
+    sim.fault(
+        "before",
+        method="POST",
+        path="/api/v1/first-run",
+        times=1,
+        action=lambda: sim.bootstrap("other", "Other-admin-pw-9fK2mQ-x", set_urls=False),
+    )
+    body = {"username": "admin", "email": "a@example.com", "password": "Sim-9fK2mQ-lRt5-long"}
+
+    reply = call(sim.url, "POST", "/first-run", body)
+
+    assert reply.status == 409
+    assert reply.json == {"error": "Conflict", "details": "already initialized"}
+    assert sim.admin_credentials == ("other", "Other-admin-pw-9fK2mQ-x")
+    assert sim.calls() == ["POST /api/v1/first-run"]
+    assert sim.write_calls() == ["POST /api/v1/first-run"]
+
+
+def test_restart_with_tls_serves_https_and_keeps_state(garm: Garm, tmp_path: Path):
+    """Arrange: a bootstrapped simulator. Act: restart it with a TLS context.
+
+    Assert: the URL is https on the same port; a plain request fails; the state is kept.
+    """
+    port = garm.sim.port
+
+    garm.sim.restart(tls=untrusted_server_context(tmp_path))
+
+    assert garm.url == f"https://127.0.0.1:{port}"
+    client = ssl.create_default_context()
+    client.check_hostname = False
+    client.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(  # noqa: S310 - loopback https
+        f"{garm.url}/api/v1/controller-info", headers={"Authorization": f"Bearer {garm.token}"}
+    )
+    with urllib.request.urlopen(request, context=client, timeout=5) as answer:  # noqa: S310
+        assert answer.status == 200
+    with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+        call(f"http://127.0.0.1:{port}", "GET", "/controller-info")
+
+
+def test_tokens_are_signed_with_the_jwt_secret_for_its_lifetime(garm: Garm):
+    """Arrange: restart with a known JWT secret and time to live. Act: get a metrics token.
+
+    Assert: it is an HS256 JWT with that secret, `read_metrics`, and `exp` = now + the lifetime.
+    """
+    garm.sim.restart(jwt_secret="known-secret", token_ttl=3600)
+
+    assert not garm.sim.authenticates(garm.token)  # signed with the old secret
+    token = garm.call("GET", "/metrics-token", token=garm.sim.token()).json["token"]
+
+    header, payload, signature = token.split(".")
+    digest = hmac.new(b"known-secret", f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    assert base64.urlsafe_b64encode(digest).rstrip(b"=").decode() == signature
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert claims["read_metrics"] is True
+    assert abs(claims["exp"] - (garm.sim.clock.now() + 3600)) < 5
+
+
+def test_admin_password_reset_ends_the_old_tokens(garm: Garm):
+    """Arrange: a token of the admin. Act: reset the admin's password (garm admin).
+
+    Assert: the old token no longer authenticates; logging in takes the new password only.
+    """
+    assert garm.sim.authenticates(garm.token)
+
+    garm.sim.reset_admin_password("admin", "New-admin-pw-9fK2mQ-x")
+
+    assert not garm.sim.authenticates(garm.token)
+    assert garm.sim.admin_credentials == ("admin", "New-admin-pw-9fK2mQ-x")
+    new = {"username": "admin", "password": "New-admin-pw-9fK2mQ-x"}
+    assert call(garm.url, "POST", "/auth/login", new).status == 200

@@ -8,7 +8,6 @@ Without them the tests skip and say where they looked.
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,8 +18,6 @@ from e2e import postgres
 from e2e.machine import Machine, build_tarball
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-# The charm tests' helpers (the configurator's publication) are shared with the e2e tests.
-sys.path.insert(0, str(REPOSITORY / "charms" / "garm" / "tests" / "unit"))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,8 +29,7 @@ import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from workload_double import this_users_ids
-
+from doubles.workload_double import this_users_ids
 from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, run_command
 from workload.machine import Workload
 from workload.tick import ReconcileTick, TickPaths

@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from configurator_publication import pkcs1_app_key, republished
-from database_publication import database_relation, database_secret
 from ops import testing
-from workload_double import this_users_ids
 
 import charm
 from contract.garm_http import call
 from contract.real_garm import V021
+from doubles.configurator_publication import pkcs1_app_key, republished
+from doubles.database_publication import database_relation, database_secret
+from doubles.workload_double import this_users_ids
 from e2e.conftest import Case
 from e2e.machine import Machine
 from e2e.postgres import PostgresServer, local_postgresql

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from configurator_publication import pkcs1_app_key, republished
 from ops import testing
-from tls_publication import Issuer, certificates_relation, requested
 
 import charm
 from contract.conftest import NEWER, V021, garm_binary
+from doubles.configurator_publication import pkcs1_app_key, republished
+from doubles.tls_publication import Issuer, certificates_relation, requested
 from e2e.machine import Machine
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable

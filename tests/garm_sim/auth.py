@@ -20,10 +20,20 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
 class TokenSigner:
-    """Issues and checks HS256 JWTs like GARM's (`user`, `is_admin`, `exp`, `iss: garm`, ...)."""
+    """Issues and checks HS256 JWTs like GARM's (`user`, `is_admin`, `exp`, `iss: garm`, ...).
 
-    def __init__(self) -> None:
-        self._secret = secrets.token_bytes(32)
+    Args:
+        secret: GARM's `[jwt_auth] secret` (random when not given).
+        time_to_live: GARM's `[jwt_auth] time_to_live`, in seconds.
+    """
+
+    def __init__(self, secret: str | None = None, time_to_live: float = TOKEN_TTL_SECONDS) -> None:
+        self._secret = secret.encode() if secret else secrets.token_bytes(32)
+        self.time_to_live = time_to_live
+
+    def rekey(self, secret: str) -> None:
+        """Sign with another secret from now on (GARM restarted with a new one)."""
+        self._secret = secret.encode()
 
     def issue(self, state: SimState, *, user: str, read_metrics: bool = False) -> str:
         """Return a signed token for a user (empty user = a metrics token)."""
@@ -34,7 +44,7 @@ class TokenSigner:
             "is_admin": bool(user),
             "read_metrics": read_metrics,
             "generation": state.admin.generation if state.admin else 0,
-            "exp": int(state.clock.now()) + TOKEN_TTL_SECONDS,
+            "exp": int(state.clock.now() + self.time_to_live),
             "iss": "garm",
         }
         header = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import fnmatch
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-FaultKind = Literal["status", "reset", "drop", "latency"]
+FaultKind = Literal["status", "reset", "drop", "latency", "before"]
 
 
 @dataclass
@@ -15,14 +16,18 @@ class Fault:
     """One injected fault.
 
     Attributes:
-        kind: `status` answers `status` with a GARM-shaped error body; `reset` closes the
-            connection with a TCP reset; `drop` closes it without an answer; `latency` waits
-            `delay` seconds and then serves the request normally.
+        kind: `status` answers `status` with a GARM-shaped error body (or `body`, when set);
+            `reset` closes the connection with a TCP reset; `drop` closes it without an
+            answer; `latency` waits `delay` seconds and then serves the request normally;
+            `before` runs `action` (what another client or time did meanwhile: a race) and
+            then serves the request normally.
         method: HTTP method to match, or `*`.
         path: a route template (`/api/v1/scalesets/{id}`), a concrete path, or a glob.
         status: the status for `status` faults.
         delay: the wait for `latency` faults (also applied before other kinds when set).
         times: how many requests it hits before it expires; None = until removed.
+        body: the raw answer of a `status` fault (e.g. what a proxy in front of GARM sends).
+        action: what a `before` fault runs.
     """
 
     kind: FaultKind
@@ -32,6 +37,8 @@ class Fault:
     delay: float = 0.0
     times: int | None = None
     hits: int = 0
+    body: str | None = None
+    action: Callable[[], object] | None = None
 
     def matches(self, method: str, path: str, template: str) -> bool:
         """Return whether this fault applies to a request."""

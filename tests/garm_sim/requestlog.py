@@ -12,13 +12,19 @@ _NOT_WRITES = frozenset({"/api/v1/auth/login"})
 
 @dataclass(frozen=True)
 class LoggedRequest:
-    """One answered (or faulted) request."""
+    """One answered (or faulted) request: `body` is what was sent, `answer` what came back."""
 
     method: str
     path: str
     template: str
     status: int
     body: bytes
+    answer: bytes = b""
+
+    @property
+    def call(self) -> str:
+        """Return the request as `METHOD /path`, e.g. `GET /api/v1/scalesets`."""
+        return f"{self.method} {self.path}"
 
 
 class RequestLog:

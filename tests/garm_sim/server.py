@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import struct
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,9 +26,13 @@ class SimHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, port: int, sim: GarmSim) -> None:
+    def __init__(self, port: int, sim: GarmSim, context: ssl.SSLContext | None = None) -> None:
         self.sim = sim
         super().__init__(("127.0.0.1", port), SimRequestHandler)
+        if context is not None:
+            # GARM with `[apiserver] use_tls` serves everything over HTTPS on the same port
+            # (garm-behaviour B27). A plain request gets no answer here, where GARM answers 400.
+            self.socket = context.wrap_socket(self.socket, server_side=True)
 
 
 class SimRequestHandler(BaseHTTPRequestHandler):
@@ -79,9 +84,9 @@ class SimRequestHandler(BaseHTTPRequestHandler):
         request = Request(
             sim.state, method, parts.path, {}, dict(parse_qsl(parts.query)), raw_body
         )
-        response = self._answer(fault, match, request)
-        sim.log.add(LoggedRequest(method, parts.path, template, response.status, raw_body))
-        self._send(response)
+        status, payload = self._encode(self._answer(fault, match, request), fault)
+        sim.log.add(LoggedRequest(method, parts.path, template, status, raw_body, payload))
+        self._send(status, payload)
 
     def _apply_fault(self, fault: Fault) -> bool:
         """Apply a fault; return True when the request ends here without an answer."""
@@ -98,6 +103,8 @@ class SimRequestHandler(BaseHTTPRequestHandler):
         if fault.kind == "drop":
             self.close_connection = True
             return True
+        if fault.kind == "before" and fault.action is not None:
+            fault.action()
         return False
 
     def _answer(self, fault: Fault | None, match: Match | None, request: Request) -> Response:
@@ -109,11 +116,16 @@ class SimRequestHandler(BaseHTTPRequestHandler):
         except ApiError as error:
             return Response(error.status, error.body())
 
-    def _send(self, response: Response) -> None:
-        payload = b""
-        if response.body is not EMPTY:
-            payload = json.dumps(response.body, separators=(",", ":")).encode() + b"\n"
-        self.send_response(response.status)
+    @staticmethod
+    def _encode(response: Response, fault: Fault | None) -> tuple[int, bytes]:
+        if fault is not None and fault.kind == "status" and fault.body is not None:
+            return fault.status, fault.body.encode()
+        if response.body is EMPTY:
+            return response.status, b""
+        return response.status, json.dumps(response.body, separators=(",", ":")).encode() + b"\n"
+
+    def _send(self, status: int, payload: bytes) -> None:
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()

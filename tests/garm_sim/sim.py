@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import secrets
+import ssl
 import threading
 import uuid
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 
 from garm_sim import scaling, versions
-from garm_sim.auth import TokenSigner, check_gate
+from garm_sim.auth import TOKEN_TTL_SECONDS, TokenSigner, check_gate
 from garm_sim.clock import SimClock
+from garm_sim.errors import ApiError
 from garm_sim.faults import Fault, FaultKind, FaultTable
 from garm_sim.github import GitHubBehaviour
 from garm_sim.handlers import all_routes
 from garm_sim.model import Credentials, Entity, EntityKind, Instance, ScaleSet, User
-from garm_sim.requestlog import LoggedRequest, RequestLog
+from garm_sim.requestlog import WRITE_METHODS, LoggedRequest, RequestLog
 from garm_sim.routing import Match, Request, Response, Router
 from garm_sim.server import SimHTTPServer, not_routed
 from garm_sim.state import DEFAULT_PROVIDERS, SimState
@@ -42,6 +44,9 @@ class GarmSim:
         frozen_clock: only `clock.advance()` moves time.
         garm_version: answer as `v0.2.1` (the release the charm installs) or `newer` (GARM's
             main branch at the commit of the generated client); see `garm_sim.versions`.
+        jwt_secret: GARM's `[jwt_auth] secret`, which signs every token (random by default).
+        token_ttl: GARM's `[jwt_auth] time_to_live`, in seconds.
+        tls: serve HTTPS with this context (GARM's `[apiserver] use_tls`); None: plain HTTP.
     """
 
     def __init__(
@@ -53,6 +58,9 @@ class GarmSim:
         boot_seconds: float = 0.0,
         frozen_clock: bool = False,
         garm_version: str = V021,
+        jwt_secret: str | None = None,
+        token_ttl: float = TOKEN_TTL_SECONDS,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.garm_version = versions.garm_version(garm_version)
         self.clock = SimClock(frozen=frozen_clock)
@@ -61,9 +69,10 @@ class GarmSim:
         self.log = RequestLog()
         self.auto_tick = auto_tick
         self.boot_seconds = boot_seconds
-        self.signer = TokenSigner()
+        self.signer = TokenSigner(jwt_secret, token_ttl)
         self.router = Router(all_routes(self.signer, self.garm_version))
         self.port = port
+        self.tls = tls
         self._server: SimHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -86,11 +95,12 @@ class GarmSim:
     @property
     def url(self) -> str:
         """Return the base URL, e.g. `http://127.0.0.1:41234` (the API is under /api/v1)."""
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         """Listen and serve in a background thread."""
-        self._server = SimHTTPServer(self.port, self)
+        self._server = SimHTTPServer(self.port, self, self.tls)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
@@ -106,6 +116,29 @@ class GarmSim:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._server = None
+
+    def restart(
+        self,
+        *,
+        tls: ssl.SSLContext | None = None,
+        jwt_secret: str | None = None,
+        token_ttl: float | None = None,
+    ) -> None:
+        """Restart GARM on the same port with another config; keep all state.
+
+        Args:
+            tls: serve HTTPS with this context from now on; None: plain HTTP.
+            jwt_secret: a new `[jwt_auth] secret` (tokens signed with the old one stop
+                working); None keeps the current one.
+            token_ttl: a new `[jwt_auth] time_to_live` in seconds; None keeps the current one.
+        """
+        self.stop()
+        self.tls = tls
+        if jwt_secret is not None:
+            self.signer.rekey(jwt_secret)
+        if token_ttl is not None:
+            self.signer.time_to_live = token_ttl
+        self.start()
 
     @contextmanager
     def refusing_connections(self) -> Generator[None]:
@@ -146,6 +179,7 @@ class GarmSim:
         password: str | None = None,
         *,
         set_urls: bool = True,
+        urls: Mapping[str, str] | None = None,
     ) -> str:
         """Do what first-run, login and PUT /controller would do; return an admin token.
 
@@ -153,6 +187,8 @@ class GarmSim:
             username: the admin username.
             password: the admin password (random when not given; see `admin_password`).
             set_urls: also set the controller's metadata and callback URLs.
+            urls: the controller URLs to set (`metadata_url`, `callback_url`, `webhook_url`,
+                `agent_url`) instead of the simulator's own.
         """
         with self.state.lock:
             if self.state.admin is None:
@@ -163,10 +199,41 @@ class GarmSim:
                 )
             if set_urls:
                 controller = self.state.controller
-                controller.metadata_url = f"{self.url}/api/v1/metadata"
-                controller.callback_url = f"{self.url}/api/v1/callbacks"
-                controller.webhook_url = f"{self.url}/webhooks"
+                own = {
+                    "metadata_url": f"{self.url}/api/v1/metadata",
+                    "callback_url": f"{self.url}/api/v1/callbacks",
+                    "webhook_url": f"{self.url}/webhooks",
+                }
+                for key, value in (own if urls is None else urls).items():
+                    setattr(controller, key, value)
             return self.token()
+
+    @property
+    def admin_credentials(self) -> tuple[str, str] | None:
+        """Return the admin's (username, password), or None before first-run."""
+        admin = self.state.admin
+        return None if admin is None else (admin.username, admin.password)
+
+    def reset_admin_password(self, username: str, password: str) -> None:
+        """Do what `garm admin password-reset` does in GARM's database: a new password.
+
+        The admin's generation moves on, so every token issued before stops working.
+
+        Raises:
+            LookupError: when there is no such admin.
+        """
+        with self.state.lock:
+            admin = self.state.admin
+            if admin is None or admin.username != username:
+                raise LookupError(f"no admin {username!r}")
+            admin.password = password
+            admin.generation += 1
+
+    def controller_urls(self) -> dict[str, str]:
+        """Return the controller URLs set so far (`metadata_url`, `callback_url`, ...)."""
+        controller = self.state.controller
+        keys = ("metadata_url", "callback_url", "webhook_url", "agent_url")
+        return {key: getattr(controller, key) for key in keys if getattr(controller, key)}
 
     @property
     def admin_password(self) -> str:
@@ -181,6 +248,14 @@ class GarmSim:
         if admin is None:
             raise LookupError("GARM is not initialised")
         return self.signer.issue(self.state, user=admin.username)
+
+    def authenticates(self, token: str) -> bool:
+        """Return whether GARM accepts this token for the admin's API calls now."""
+        try:
+            self.signer.user_of(self.state, f"Bearer {token}")
+        except ApiError:
+            return False
+        return True
 
     def seed_entity(
         self, kind: EntityKind = "repository", name: str = "repo", owner: str = "org"
@@ -298,9 +373,13 @@ class GarmSim:
         status: int = 500,
         delay: float = 0.0,
         times: int | None = None,
+        body: str | None = None,
+        action: Callable[[], object] | None = None,
     ) -> Fault:
         """Inject a fault on matching requests (see `Fault`); return it for `remove_fault`."""
-        return self.faults.add(Fault(kind, method, path, status, delay, times))
+        return self.faults.add(
+            Fault(kind, method, path, status, delay, times, body=body, action=action)
+        )
 
     def remove_fault(self, fault: Fault) -> None:
         """Remove one fault."""
@@ -318,6 +397,14 @@ class GarmSim:
     def count(self, method: str | None = None, path: str | None = None) -> int:
         """Count requests by method and path (template like `/api/v1/scalesets/{id}` or path)."""
         return self.log.count(method, path)
+
+    def calls(self) -> list[str]:
+        """Return every request served so far as `METHOD /path`, in order."""
+        return [entry.call for entry in self.log.entries()]
+
+    def write_calls(self) -> list[str]:
+        """Return the POST/PUT/PATCH/DELETE requests as `METHOD /path` (logins included)."""
+        return [entry.call for entry in self.log.entries() if entry.method in WRITE_METHODS]
 
     def write_count(self) -> int:
         """Count POST/PUT/PATCH/DELETE requests (login excluded)."""

@@ -27,8 +27,8 @@ from typing import Any
 
 import jubilant
 import pytest
-from configurator_publication import pkcs1_app_key
 
+from doubles.configurator_publication import pkcs1_app_key
 from integration.fake_services import (
     FakeGitHubApp,
     RemoteForward,

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fake_systemctl import FakeSystemctl, install_fake_systemctl
-from garm_fake import FakeGarm
 from ops import testing
-from pytest_httpserver import HTTPServer
-from workload_double import RecordingWorkload
 
 import charm
+from doubles.workload_double import RecordingWorkload
+from garm_sim import GarmSim
 from workload.tick import ReconcileTick, TickPaths
 
 
@@ -26,11 +26,10 @@ def workload(monkeypatch: pytest.MonkeyPatch) -> RecordingWorkload:
 
 
 @pytest.fixture
-def garm(httpserver: HTTPServer) -> FakeGarm:
-    """A fresh GARM (before first-run) answering on the test server's port."""
-    fake = FakeGarm()
-    fake.install(httpserver)
-    return fake
+def garm() -> Iterator[GarmSim]:
+    """A fresh GARM (before first-run): the simulator, on a loopback port of its own."""
+    with GarmSim() as sim:
+        yield sim
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,9 +73,9 @@ def resources(tmp_path: Path) -> frozenset[testing.Resource]:
 
 
 @pytest.fixture
-def config(httpserver: HTTPServer) -> dict[str, str | int]:
-    """Charm config pointing GARM's port at the fake GARM."""
-    return {"port": httpserver.port, "external-url": "https://garm.example.com"}
+def config(garm: GarmSim) -> dict[str, str | int]:
+    """Charm config pointing GARM's port at the simulator."""
+    return {"port": garm.port, "external-url": "https://garm.example.com"}
 
 
 @pytest.fixture

@@ -6,8 +6,7 @@ import datetime
 from collections.abc import Sequence
 from typing import Any
 
-from memory_garm import MemoryGarm
-
+from doubles.memory_garm import MemoryGarm
 from garm_api.models import EntityKind
 from scaleset_reconciler import ReconcileReport, ReconcileSettings, reconcile
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec

@@ -21,15 +21,15 @@ from typing import Any
 import ops
 import pytest
 import yaml
-from configurator_publication import pkcs1_app_key, published_databag
 from conftest import TickMachine
-from database_publication import database_relation
 from ops import testing
 from test_charm_configurators import OPENSTACK_PASSWORD, garm_secrets
-from workload_double import RecordingWorkload
 
 import charm
 from charms.garm_configurator.v0 import garm_configurator as interface
+from doubles.configurator_publication import pkcs1_app_key, published_databag
+from doubles.database_publication import database_relation
+from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.bootstrap import ADMIN_LABEL
 from relations import debug_ssh

@@ -1,4 +1,4 @@
-"""The charm through ops.testing state transitions, with a recording workload and a fake GARM."""
+"""The charm through ops.testing state transitions: a recording workload, the GARM simulator."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any, cast
 
 import ops
 import pytest
-from database_publication import database_relation, database_secret
-from garm_fake import ALREADY_INITIALISED, FakeGarm, recorded_body
 from ops import testing
-from werkzeug import Request, Response
-from workload_double import RecordingWorkload
 
 import charm
+from contract.garm_http import recording
+from doubles.database_publication import database_relation, database_secret
+from doubles.workload_double import RecordingWorkload
+from garm_sim import GarmSim
 from reconcile import bootstrap as garm_bootstrap
 from reconcile.bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
 from relations import cos_agent
@@ -27,6 +27,8 @@ Config = dict[str, Any]
 JWT = "existing-jwt-secret-" + "k3J9xQ" * 6
 PASSPHRASE = "Xk3vQ9-rT7wLp2_Zm8Yc4NbH6sJd1FgA"
 PASSWORD = "existing-admin-Password-9fK2mQ"
+# Controller URLs an earlier configuration left (not the ones the charm derives).
+OTHER_URLS = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
 # The controller URLs the charm derives from external-url https://garm.example.com.
 CONTROLLER_URLS = {
     "metadata_url": "https://garm.example.com/api/v1/metadata",
@@ -47,12 +49,21 @@ def bootstrap_secrets() -> list[testing.Secret]:
     ]
 
 
-def bootstrapped(garm: FakeGarm, scalesets_body: str | None = None) -> None:
-    """Make the fake GARM one this charm already bootstrapped (admin and URLs set)."""
-    garm.admin = ("admin", PASSWORD)
-    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
+def bootstrapped(garm: GarmSim, scalesets_body: str | None = None) -> None:
+    """Make GARM one this charm already bootstrapped (admin and URLs set).
+
+    Args:
+        garm: the simulator.
+        scalesets_body: what GARM answers to listing scale sets (a recorded answer).
+    """
+    garm.bootstrap("admin", PASSWORD, urls=OTHER_URLS)
     if scalesets_body is not None:
-        garm.scalesets_body = scalesets_body
+        garm.fault(method="GET", path="/api/v1/scalesets", status=200, body=scalesets_body)
+
+
+def recorded_scalesets() -> str:
+    """What a real GARM answered to listing a repository's two scale sets (one disabled)."""
+    return recording("21_6b_list_repo_scalesets")["raw_response"]
 
 
 def on_postgresql(
@@ -111,7 +122,7 @@ def secret_by_label(state: testing.State, label: str) -> testing.Secret:
 
 
 def test_install_creates_secrets_and_never_uses_them_in_the_same_hook(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a fresh leader with both resources attached and a GARM before first-run.
 
@@ -132,11 +143,11 @@ def test_install_creates_secrets_and_never_uses_them_in_the_same_hook(
         ADMIN_LABEL,
     }
     assert workload.calls == ["install"]
-    assert garm.calls == []
+    assert garm.calls() == []
 
 
 def test_a_failed_first_hook_leaves_garm_untouched_and_the_next_bootstraps(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a fresh leader whose install hook failed after creating its secrets.
 
@@ -147,19 +158,19 @@ def test_a_failed_first_hook_leaves_garm_untouched_and_the_next_bootstraps(
     """
     fresh = testing.State(leader=True, resources=resources, config=config)
     discarded = ctx.run(ctx.on.install(), fresh)
-    assert garm.admin is None
+    assert garm.admin_credentials is None
 
     kept = ctx.run(ctx.on.install(), fresh)
     ctx.run(ctx.on.config_changed(), kept)
 
     admin = secret_by_label(kept, ADMIN_LABEL).tracked_content
     lost = secret_by_label(discarded, ADMIN_LABEL).tracked_content
-    assert garm.admin == (admin["username"], admin["password"])
-    assert garm.admin != (lost["username"], lost["password"])
+    assert garm.admin_credentials == (admin["username"], admin["password"])
+    assert garm.admin_credentials != (lost["username"], lost["password"])
 
 
 def test_second_hook_bootstraps_garm(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a leader whose install hook created the secrets; a GARM before first-run.
 
@@ -185,13 +196,13 @@ def test_second_hook_bootstraps_garm(
     assert applied.postgres is None
     assert applied.port == config["port"]
     assert workload.backend == "sqlite3"
-    assert garm.writes() == [
+    assert garm.write_calls() == [
         "POST /api/v1/auth/login",
         "POST /api/v1/first-run",
         "POST /api/v1/auth/login",
         "PUT /api/v1/controller",
     ]
-    assert garm.urls == {
+    assert garm.controller_urls() == {
         "metadata_url": "https://garm.example.com/api/v1/metadata",
         "callback_url": "https://garm.example.com/api/v1/callbacks",
         "webhook_url": "https://garm.example.com/webhooks",
@@ -206,7 +217,7 @@ def test_second_hook_bootstraps_garm(
 
 
 def test_maintenance_while_installing(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a fresh unit. Act: install. Assert: Maintenance was shown while installing."""
     ctx.run(ctx.on.install(), testing.State(leader=True, resources=resources, config=config))
@@ -215,7 +226,7 @@ def test_maintenance_while_installing(
 
 
 def test_generated_secrets_meet_garm_rules(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a fresh leader. Act: install, then config-changed.
 
@@ -236,18 +247,17 @@ def test_generated_secrets_meet_garm_rules(
     assert len(jwt) >= 48
     assert workload.applied[-1].db_passphrase == passphrase
     assert workload.applied[-1].jwt_secret == jwt
-    assert garm.admin == (admin["username"], admin["password"])
+    assert garm.admin_credentials == (admin["username"], admin["password"])
 
 
 def test_existing_secrets_are_reused_and_bootstrap_is_idempotent(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: secrets exist; GARM was initialised with them and has its URLs.
 
     Act: config-changed. Assert: no new secret, no first-run, no PUT: only a login.
     """
-    garm.admin = ("admin", PASSWORD)
-    garm.urls = dict(CONTROLLER_URLS)
+    garm.bootstrap("admin", PASSWORD, urls=CONTROLLER_URLS)
     state = testing.State(
         leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
     )
@@ -258,33 +268,24 @@ def test_existing_secrets_are_reused_and_bootstrap_is_idempotent(
     assert len(out.secrets) == 3
     assert workload.applied[-1].jwt_secret == JWT
     assert workload.applied[-1].db_passphrase == PASSPHRASE
-    assert garm.writes() == ["POST /api/v1/auth/login"]
+    assert garm.write_calls() == ["POST /api/v1/auth/login"]
 
 
 def test_second_first_run_conflict_means_initialised(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: GARM answers init_required, then 409 Conflict to first-run (a race).
 
     Act: install. Assert: treated as initialised; login again; Active.
     """
-    original = garm.handle
-    answered = {"init_required": False}
-
-    def racing(request: Request) -> Response:
-        if request.path == "/api/v1/auth/login" and not answered["init_required"]:
-            answered["init_required"] = True
-            garm.admin = None
-            return original(request)
-        if request.path == "/api/v1/first-run" and garm.admin is None:
-            garm.calls.append("POST /api/v1/first-run")
-            garm.admin = ("admin", PASSWORD)
-            return Response(
-                json.dumps(ALREADY_INITIALISED), status=409, content_type="application/json"
-            )
-        return original(request)
-
-    garm.handle = racing  # type: ignore[method-assign]
+    # Another unit's first-run lands between the charm's login and its own first-run.
+    garm.fault(
+        "before",
+        method="POST",
+        path="/api/v1/first-run",
+        times=1,
+        action=lambda: garm.bootstrap("admin", PASSWORD, set_urls=False),
+    )
     state = testing.State(
         leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
     )
@@ -292,18 +293,18 @@ def test_second_first_run_conflict_means_initialised(
     out = ctx.run(ctx.on.install(), state)
 
     assert out.unit_status == ops.ActiveStatus()
-    assert garm.writes().count("POST /api/v1/first-run") == 1
+    assert garm.write_calls().count("POST /api/v1/first-run") == 1
 
 
 def test_upgrade_charm_reinstalls_and_keeps_running(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a bootstrapped leader. Act: upgrade-charm.
 
     Assert: install ran again (a new resource revision may come with it), config applied,
     still Active, no second first-run.
     """
-    garm.admin = ("admin", PASSWORD)
+    garm.bootstrap("admin", PASSWORD, set_urls=False)
     state = testing.State(
         leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
     )
@@ -312,7 +313,7 @@ def test_upgrade_charm_reinstalls_and_keeps_running(
 
     assert out.unit_status == ops.ActiveStatus()
     assert workload.calls[:2] == ["install", "apply"]
-    assert "POST /api/v1/first-run" not in garm.calls
+    assert "POST /api/v1/first-run" not in garm.calls()
 
 
 def test_waiting_while_garm_does_not_answer(
@@ -341,13 +342,13 @@ def test_waiting_while_garm_does_not_answer(
 
 
 def test_wrong_admin_password_blocks_without_leaking_it(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: GARM was initialised with another admin password (e.g. an old database).
 
     Act: config-changed. Assert: Blocked pointing at the how-to; no password in the message.
     """
-    garm.admin = ("admin", "some-other-password")
+    garm.bootstrap("admin", "some-other-password", set_urls=False)
     state = testing.State(
         leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
     )
@@ -359,7 +360,7 @@ def test_wrong_admin_password_blocks_without_leaking_it(
         "main/docs/how-to/admin-password.md"
     )
     assert len(out.unit_status.message) <= 120
-    assert garm.writes() == ["POST /api/v1/auth/login"]
+    assert garm.write_calls() == ["POST /api/v1/auth/login"]
     assert PASSWORD not in out.unit_status.message
     assert "some-other-password" not in out.unit_status.message
 
@@ -388,7 +389,7 @@ def test_wrong_admin_password_blocks_without_leaking_it(
 def test_bad_config_blocks_naming_the_option(
     ctx: Ctx,
     workload: RecordingWorkload,
-    garm: FakeGarm,
+    garm: GarmSim,
     resources: Resources,
     config: Config,
     option: str,
@@ -414,17 +415,17 @@ def test_bad_config_blocks_naming_the_option(
     assert "must" in out.unit_status.message
     assert len(out.unit_status.message) <= 120
     assert workload.calls == []
-    assert garm.calls == []
+    assert garm.calls() == []
 
 
 def test_config_change_reaches_garm_config(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a bootstrapped leader. Act: config-changed with log-level debug.
 
     Assert: GARM's config carries debug.
     """
-    garm.admin = ("admin", PASSWORD)
+    garm.bootstrap("admin", PASSWORD, set_urls=False)
     state = testing.State(
         leader=True,
         resources=resources,
@@ -459,7 +460,7 @@ def test_resource_problem_blocks_naming_the_resource(
 def test_proxy_reaches_install_and_garm(
     ctx: Ctx,
     workload: RecordingWorkload,
-    garm: FakeGarm,
+    garm: GarmSim,
     resources: Resources,
     config: Config,
     monkeypatch: pytest.MonkeyPatch,
@@ -484,7 +485,7 @@ def test_proxy_reaches_install_and_garm(
 
 
 def test_non_leader_on_sqlite_stands_by_blocked(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a second unit, no database relation. Act: config-changed.
 
@@ -497,13 +498,13 @@ def test_non_leader_on_sqlite_stands_by_blocked(
     out = ctx.run(ctx.on.config_changed(), state)
 
     assert workload.calls == ["stop", "install"]
-    assert garm.calls == []
+    assert garm.calls() == []
     assert isinstance(out.unit_status, ops.BlockedStatus)
     assert "SQLite cannot be shared" in out.unit_status.message
 
 
 def test_non_leader_with_postgresql_is_a_standby(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a second unit with the database related. Act: update-status.
 
@@ -515,18 +516,18 @@ def test_non_leader_with_postgresql_is_a_standby(
 
     assert out.unit_status == ops.ActiveStatus("standby: the leader runs GARM")
     assert "stop" in workload.calls
-    assert garm.calls == []
+    assert garm.calls() == []
 
 
 def test_leader_elected_takes_over_with_the_same_secrets(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a standby becomes leader; secrets exist; PostgreSQL holds GARM's state.
 
     Act: leader-elected. Assert: GARM configured with the existing secrets and PostgreSQL,
     no new secret, no first-run (the shared database is initialised), Active.
     """
-    garm.admin = ("admin", PASSWORD)
+    garm.bootstrap("admin", PASSWORD, set_urls=False)
     state, _ = on_postgresql(resources, config)
 
     out = ctx.run(ctx.on.leader_elected(), state)
@@ -535,14 +536,14 @@ def test_leader_elected_takes_over_with_the_same_secrets(
     assert len(out.secrets) == 4
     assert workload.applied[-1].jwt_secret == JWT
     assert workload.applied[-1].postgres is not None
-    assert "POST /api/v1/first-run" not in garm.calls
+    assert "POST /api/v1/first-run" not in garm.calls()
 
 
 # Database -----------------------------------------------------------------------------------
 
 
 def test_database_relation_configures_postgresql(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a fresh leader; the database provider has answered. Act: relation-changed.
 
@@ -573,7 +574,7 @@ def test_database_relation_configures_postgresql(
 
 
 def test_postgresql_with_a_garm_that_lacks_it_is_blocked_and_keeps_sqlite(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: the pinned GARM v0.2.1 runs on SQLite; PostgreSQL is then related.
 
@@ -596,14 +597,14 @@ def test_postgresql_with_a_garm_that_lacks_it_is_blocked_and_keeps_sqlite(
     assert "stop" not in workload.calls
     assert workload.running
     assert workload.backend == "sqlite3"
-    assert garm.calls == []
+    assert garm.calls() == []
 
 
 @pytest.mark.parametrize("version", ["v0.0.0-unknown", "v0.3.0"])
 def test_postgresql_runs_when_garm_has_it_or_cannot_tell(
     ctx: Ctx,
     workload: RecordingWorkload,
-    garm: FakeGarm,
+    garm: GarmSim,
     resources: Resources,
     config: Config,
     version: str,
@@ -646,7 +647,7 @@ def test_database_relation_created_requests_the_database(
 
 
 def test_database_joined_but_not_answered_waits(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a database relation without the provider's answer. Act: relation-changed.
 
@@ -670,7 +671,7 @@ def test_database_joined_but_not_answered_waits(
 
 
 def test_switch_to_postgresql_with_sqlite_data_blocks(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: GARM ran on SQLite and holds scale sets; the database relation then answers.
 
@@ -678,7 +679,7 @@ def test_switch_to_postgresql_with_sqlite_data_blocks(
     """
     workload.backend = "sqlite3"
     workload.sqlite_state = True
-    bootstrapped(garm, scalesets_body=recorded_body("21_6b_list_repo_scalesets"))
+    bootstrapped(garm, scalesets_body=recorded_scalesets())
     state, relation = on_postgresql(resources, config)
 
     out = ctx.run(ctx.on.relation_changed(relation, remote_unit=0), state)
@@ -693,7 +694,7 @@ def test_switch_to_postgresql_with_sqlite_data_blocks(
 
 
 def test_switch_to_postgresql_without_data_proceeds(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: GARM ran on SQLite but holds only its bootstrap (no credentials, no scale sets).
 
@@ -711,14 +712,14 @@ def test_switch_to_postgresql_without_data_proceeds(
 
 
 def test_database_broken_with_postgresql_data_blocks(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: GARM runs on PostgreSQL and holds scale sets. Act: the relation is broken.
 
     Assert: Blocked asking to relate the database again; GARM not moved to SQLite.
     """
     workload.backend = "postgresql"
-    bootstrapped(garm, scalesets_body=recorded_body("21_6b_list_repo_scalesets"))
+    bootstrapped(garm, scalesets_body=recorded_scalesets())
     state, relation = on_postgresql(resources, config)
 
     out = ctx.run(ctx.on.relation_broken(relation), state)
@@ -756,13 +757,13 @@ def test_get_credentials_fails_before_they_exist(ctx: Ctx, workload: RecordingWo
 
 
 def test_list_scalesets_lists_garms_scale_sets(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, config: Config
 ):
     """Arrange: GARM holds the recorded scale sets. Act: list-scalesets on the leader.
 
     Assert: one row per scale set, with GARM's normalised values.
     """
-    bootstrapped(garm, scalesets_body=recorded_body("21_6b_list_repo_scalesets"))
+    bootstrapped(garm, scalesets_body=recorded_scalesets())
     state = testing.State(leader=True, config=config, secrets=bootstrap_secrets())
 
     ctx.run(ctx.on.action("list-scalesets"), state)
@@ -810,7 +811,7 @@ def cos_agent_config(state: testing.State, relation: testing.Relation) -> dict[s
 
 
 def test_leader_publishes_garms_scrape_job_on_cos_agent(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a bootstrapped leader; grafana-agent joins cos-agent. Act: relation-joined.
 
@@ -831,11 +832,11 @@ def test_leader_publishes_garms_scrape_job_on_cos_agent(
     assert rule["labels"]["juju_application"] == "garm"
     assert published["dashboards"]
     assert out.unit_status == ops.ActiveStatus()
-    assert "POST /api/v1/auth/login" in garm.calls
+    assert "POST /api/v1/auth/login" in garm.calls()
 
 
 def test_port_change_moves_the_scrape_target(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: the leader published a scrape job for port 9997; the port is then changed.
 
@@ -854,7 +855,7 @@ def test_port_change_moves_the_scrape_target(
 
 
 def test_standby_publishes_rules_but_no_scrape_job(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a non-leader with PostgreSQL and a cos-agent relation. Act: relation-changed.
 
@@ -881,13 +882,13 @@ def test_standby_publishes_rules_but_no_scrape_job(
     }
     assert "GarmTargetDown" in alerts
     assert out.unit_status == ops.ActiveStatus("standby: the leader runs GARM")
-    assert garm.calls == []
+    assert garm.calls() == []
 
 
 def test_cos_agent_problem_does_not_break_the_reconcile(
     ctx: Ctx,
     workload: RecordingWorkload,
-    garm: FakeGarm,
+    garm: GarmSim,
     resources: Resources,
     config: Config,
     tmp_path: Path,
@@ -914,25 +915,20 @@ def test_cos_agent_problem_does_not_break_the_reconcile(
 # rotate-credentials ---------------------------------------------------------------------------
 
 
-def _garm_set_password(garm: FakeGarm):
-    """What `garm admin password-reset` does to the fake GARM: its admin gets the password."""
-
-    def reset(username: str, password: str) -> None:
-        garm.admin = (username, password)
-
-    return reset
+def _garm_set_password(garm: GarmSim):
+    """What `garm admin password-reset` does to GARM: its admin gets the password."""
+    return garm.reset_admin_password
 
 
-def _bootstrapped_leader(garm: FakeGarm, resources: Resources, config: Config) -> testing.State:
-    garm.admin = ("admin", PASSWORD)
-    garm.urls = dict(CONTROLLER_URLS)
+def _bootstrapped_leader(garm: GarmSim, resources: Resources, config: Config) -> testing.State:
+    garm.bootstrap("admin", PASSWORD, urls=CONTROLLER_URLS)
     return testing.State(
         leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
     )
 
 
 def test_rotate_credentials_renews_the_jwt_key_with_one_restart(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a bootstrapped leader. Act: rotate-credentials, then another hook.
 
@@ -941,7 +937,7 @@ def test_rotate_credentials_renews_the_jwt_key_with_one_restart(
     """
     state = ctx.run(ctx.on.config_changed(), _bootstrapped_leader(garm, resources, config))
     restarts = workload.restarts
-    logins = garm.calls.count("POST /api/v1/auth/login")
+    logins = garm.calls().count("POST /api/v1/auth/login")
 
     out = ctx.run(ctx.on.action("rotate-credentials"), state)
     ctx.run(ctx.on.update_status(), out)
@@ -954,12 +950,12 @@ def test_rotate_credentials_renews_the_jwt_key_with_one_restart(
     assert ctx.action_results["rotated"] == "jwt-secret"
     assert new_jwt not in json.dumps(ctx.action_results)
     assert secret_by_label(out, ADMIN_LABEL).latest_content["password"] == PASSWORD
-    assert garm.calls.count("POST /api/v1/auth/login") > logins
+    assert garm.calls().count("POST /api/v1/auth/login") > logins
     assert out.unit_status == ops.ActiveStatus()
 
 
 def test_rotate_credentials_with_admin_password_changes_it_in_garm_and_the_secret(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a bootstrapped leader on a GARM built after v0.2.1.
 
@@ -975,7 +971,7 @@ def test_rotate_credentials_with_admin_password_changes_it_in_garm_and_the_secre
     admin = secret_by_label(out, ADMIN_LABEL).latest_content
     assert admin["password"] != PASSWORD
     assert "pending-password" not in admin
-    assert garm.admin == ("admin", admin["password"])
+    assert garm.admin_credentials == ("admin", admin["password"])
     assert out.unit_status == ops.ActiveStatus()
     assert ctx.action_results is not None
     assert ctx.action_results["rotated"] == "jwt-secret,admin-password"
@@ -984,7 +980,7 @@ def test_rotate_credentials_with_admin_password_changes_it_in_garm_and_the_secre
 
 
 def test_rotate_credentials_finishes_a_half_way_password_rotation(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a bootstrapped leader; `garm admin` fails once after GARM took the password.
 
@@ -1020,11 +1016,11 @@ def test_rotate_credentials_finishes_a_half_way_password_rotation(
         "username": "admin",
         "password": attempts[0],
     }
-    assert garm.admin == ("admin", attempts[0])
+    assert garm.admin_credentials == ("admin", attempts[0])
 
 
 def test_rotate_admin_password_needs_a_garm_built_after_v0_2_1(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a bootstrapped leader on GARM v0.2.1. Act: rotate the admin password.
 
@@ -1054,7 +1050,7 @@ def test_rotate_credentials_on_a_non_leader_fails(ctx: Ctx, workload: RecordingW
 def test_the_api_port_is_open_where_garm_runs(
     ctx: Ctx,
     workload: RecordingWorkload,
-    garm: FakeGarm,
+    garm: GarmSim,
     resources: Resources,
     config: Config,
     leader: bool,

@@ -17,11 +17,11 @@ from typing import Any
 
 import ops
 import pytest
-from configurator_publication import pkcs1_app_key, published_databag
 from ops import testing
-from workload_double import RecordingWorkload
 
 import charm
+from doubles.configurator_publication import pkcs1_app_key, published_databag
+from doubles.workload_double import RecordingWorkload
 from garm_api import GarmClient
 from garm_sim import GarmSim
 from reconcile.bootstrap import (

@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import ops
 import pytest
-from garm_fake import FakeGarm
 from ops import testing
 from test_charm import PASSWORD, Config, Ctx, Resources, bootstrap_secrets, bootstrapped
-from workload_double import RecordingWorkload
+
+from doubles.workload_double import RecordingWorkload
+from garm_sim import GarmSim
 
 SERVER_ERROR = '{"error": "Internal Server Error", "details": ""}'
 LOGIN = "POST /api/v1/auth/login"
 SCALESETS = "GET /api/v1/scalesets"
 INSTANCES = "GET /api/v1/instances"
+
+
+def answer(garm: GarmSim, call: str, status: int, body: str) -> None:
+    """Make GARM (or a proxy in front of it) answer every `METHOD /path` call with this."""
+    method, path = call.split(" ", 1)
+    garm.fault(method=method, path=path, status=status, body=body)
 
 
 def leader(resources: Resources, config: Config) -> testing.State:
@@ -67,7 +74,7 @@ def leader(resources: Resources, config: Config) -> testing.State:
 def test_a_failed_or_unreadable_answer_waits_naming_the_call(
     ctx: Ctx,
     workload: RecordingWorkload,
-    garm: FakeGarm,
+    garm: GarmSim,
     resources: Resources,
     config: Config,
     call: str,
@@ -81,18 +88,20 @@ def test_a_failed_or_unreadable_answer_waits_naming_the_call(
     or deleted in GARM.
     """
     bootstrapped(garm)
-    garm.answers[call] = (status, body)
+    answer(garm, call, status, body)
 
     out = ctx.run(ctx.on.update_status(), leader(resources, config))
 
     assert out.unit_status == ops.WaitingStatus(expected)
     assert len(out.unit_status.message) <= 120
     assert PASSWORD not in out.unit_status.message
-    assert not [w for w in garm.writes() if w.startswith(("DELETE", "POST /api/v1/first-run"))]
+    assert not [
+        w for w in garm.write_calls() if w.startswith(("DELETE", "POST /api/v1/first-run"))
+    ]
 
 
 def test_unreadable_controller_info_after_a_start_still_bootstraps(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: GARM answers controller-info with a 200 that is not JSON; a fresh start.
 
@@ -100,7 +109,7 @@ def test_unreadable_controller_info_after_a_start_still_bootstraps(
     controller-info, not in an exception.
     """
     bootstrapped(garm)
-    garm.answers["GET /api/v1/controller-info"] = (200, "not json")
+    answer(garm, "GET /api/v1/controller-info", 200, "not json")
 
     out = ctx.run(ctx.on.start(), leader(resources, config))
 
@@ -121,7 +130,7 @@ def test_unreadable_controller_info_after_a_start_still_bootstraps(
 def test_list_scalesets_action_fails_cleanly_on_any_answer(
     ctx: Ctx,
     workload: RecordingWorkload,
-    garm: FakeGarm,
+    garm: GarmSim,
     config: Config,
     call: str,
     status: int,
@@ -134,7 +143,7 @@ def test_list_scalesets_action_fails_cleanly_on_any_answer(
     uncaught exception.
     """
     bootstrapped(garm)
-    garm.answers[call] = (status, body)
+    answer(garm, call, status, body)
     state = testing.State(leader=True, config=config, secrets=bootstrap_secrets())
 
     with pytest.raises(testing.ActionFailed, match=match):

@@ -8,13 +8,13 @@ from typing import Any
 import ops
 import pytest
 from conftest import TickMachine
-from garm_fake import FakeGarm
 from ops import testing
 from scenario.state import _Event  # pyright: ignore[reportPrivateUsage]
 from test_charm import bootstrap_secrets, bootstrapped
-from workload_double import RecordingWorkload
 
 import charm
+from doubles.workload_double import RecordingWorkload
+from garm_sim import GarmSim
 
 TIMER = "garm-reconcile-tick.timer"
 # What `JUJU_DISPATCH_PATH=hooks/reconcile-tick ./dispatch` makes ops emit: `charm.on.<name>`.
@@ -27,7 +27,7 @@ class Unit:
     """A unit of a GARM this charm bootstrapped earlier, and its tick's machine."""
 
     ctx: testing.Context[charm.GarmCharm]
-    garm: FakeGarm
+    garm: GarmSim
     workload: RecordingWorkload
     machine: TickMachine
     resources: frozenset[testing.Resource]
@@ -55,7 +55,7 @@ class Unit:
 def unit(
     ctx: testing.Context[charm.GarmCharm],
     workload: RecordingWorkload,
-    garm: FakeGarm,
+    garm: GarmSim,
     resources: frozenset[testing.Resource],
     config: dict[str, Any],
     tick_machine: TickMachine,
@@ -142,13 +142,13 @@ def test_a_converged_tick_lists_scale_sets_once_and_writes_nothing(unit: Unit):
     but the login.
     """
     unit.run(unit.ctx.on.update_status())
-    unit.garm.calls.clear()
+    unit.garm.reset_log()
 
     out = unit.run(RECONCILE_TICK)
 
     assert out.unit_status == ops.ActiveStatus()
-    assert unit.garm.calls.count("GET /api/v1/scalesets") == 1
-    assert unit.garm.writes() == ["POST /api/v1/auth/login"]
+    assert unit.garm.calls().count("GET /api/v1/scalesets") == 1
+    assert unit.garm.write_calls() == ["POST /api/v1/auth/login"]
 
 
 def test_a_failing_systemctl_does_not_stop_the_reconcile(unit: Unit):

@@ -1,6 +1,6 @@
 """The `certificates` relation and the metrics token, through ops.testing state transitions.
 
-The fake GARM speaks HTTPS with the certificate the test's CA issued for the charm's own CSR,
+The GARM simulator speaks HTTPS with the certificate the test's CA issued for the charm's own CSR,
 so every call the charm makes in these tests verifies GARM against the relation's CA.
 """
 
@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import json
 import socket
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,11 +21,10 @@ from pathlib import Path
 
 import pytest
 from charmlibs.interfaces.tls_certificates import CertificateSigningRequest
-from garm_fake import FakeGarm
 from ops import testing
-from pytest_httpserver import HTTPServer
 from test_charm import JWT, Ctx, Resources, bootstrap_secrets, bootstrapped
-from tls_publication import (
+
+from doubles.tls_publication import (
     Issuer,
     certificates_relation,
     csr_pem,
@@ -33,8 +33,8 @@ from tls_publication import (
     requested,
     server_context,
 )
-from workload_double import RecordingWorkload
-
+from doubles.workload_double import RecordingWorkload
+from garm_sim import GarmSim
 from reconcile import metrics_token
 from relations import certificates as garm_tls
 from workload.config import TlsFiles
@@ -50,10 +50,9 @@ class TlsWalk:
     ctx: Ctx
     state: testing.State
     issuer: Issuer
-    garm: FakeGarm
+    garm: GarmSim
     port: int
     directory: Path
-    server: HTTPServer | None = None
 
     def issue(self) -> str:
         """The provider answers (again: a renewal); GARM serves the new certificate."""
@@ -61,30 +60,23 @@ class TlsWalk:
         self.serve(server_context(certificate, private_key_pem(self.state), self.directory))
         return certificate
 
-    def serve(self, context: object | None) -> None:
-        """The fake GARM on the port: HTTPS with `context`, plain HTTP with None."""
-        if self.server is not None:
-            self.server.clear()
-            self.server.stop()
-        self.server = HTTPServer(host="127.0.0.1", port=self.port, ssl_context=context)  # type: ignore[arg-type]
-        self.garm.install(self.server)
-        self.server.start()
+    def serve(self, context: ssl.SSLContext | None) -> None:
+        """GARM (re)started on the port: HTTPS with `context`, plain HTTP with None."""
+        self.garm.restart(tls=context)
 
     def changed(self) -> None:
         """relation-changed on `certificates`."""
         self.state = self.ctx.run(self.ctx.on.relation_changed(requested(self.state)), self.state)
 
     def stop(self) -> None:
-        """Stop the fake GARM."""
-        if self.server is not None:
-            self.server.clear()
-            self.server.stop()
+        """Stop GARM."""
+        self.garm.stop()
 
 
 @pytest.fixture
 def tls_walk(ctx: Ctx, resources: Resources, garm_port: int, tmp_path: Path) -> Iterator[TlsWalk]:
     """A bootstrapped leader's first hook on the relation: its library has sent a CSR."""
-    garm = FakeGarm()
+    garm = GarmSim(port=garm_port)
     bootstrapped(garm)
     state = testing.State(
         leader=True,
@@ -102,7 +94,7 @@ def tls_walk(ctx: Ctx, resources: Resources, garm_port: int, tmp_path: Path) -> 
 
 @pytest.fixture
 def garm_port() -> int:
-    """A free loopback port for the fake GARM."""
+    """A free loopback port for GARM."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -141,9 +133,9 @@ def test_a_certificate_turns_garm_to_https_with_one_restart(
     assert workload.restarts == 1
     assert tls_walk.state.unit_status == testing.ActiveStatus("")
     base = f"https://{UNIT_ADDRESS}:{tls_walk.port}"
-    assert tls_walk.garm.urls["callback_url"] == f"{base}/api/v1/callbacks"
-    assert tls_walk.garm.urls["metadata_url"] == f"{base}/api/v1/metadata"
-    assert base64.b64decode(tls_walk.garm.ca_cert_bundle).decode() == tls.ca
+    assert tls_walk.garm.controller_urls()["callback_url"] == f"{base}/api/v1/callbacks"
+    assert tls_walk.garm.controller_urls()["metadata_url"] == f"{base}/api/v1/metadata"
+    assert base64.b64decode(tls_walk.garm.state.controller.ca_cert_bundle).decode() == tls.ca
 
 
 def test_a_renewal_restarts_garm_once_and_a_quiet_hook_never(
@@ -196,8 +188,8 @@ def test_removing_the_relation_returns_garm_to_http_with_one_restart(
     assert workload.restarts == 2
     assert tls_walk.state.unit_status == testing.ActiveStatus("")
     base = f"http://{UNIT_ADDRESS}:{tls_walk.port}"
-    assert tls_walk.garm.urls["callback_url"] == f"{base}/api/v1/callbacks"
-    assert tls_walk.garm.ca_cert_bundle == ""
+    assert tls_walk.garm.controller_urls()["callback_url"] == f"{base}/api/v1/callbacks"
+    assert tls_walk.garm.state.controller.ca_cert_bundle == ""
 
 
 def test_an_external_url_is_published_as_given(tls_walk: TlsWalk, workload: RecordingWorkload):
@@ -219,7 +211,10 @@ def test_an_external_url_is_published_as_given(tls_walk: TlsWalk, workload: Reco
     csr = CertificateSigningRequest.from_string(csr_pem(requested(tls_walk.state)))
     assert csr.sans_dns == {"proxy.example.com", "localhost"}
     assert workload.applied[-1].tls is not None
-    assert tls_walk.garm.urls["callback_url"] == "http://proxy.example.com:8080/api/v1/callbacks"
+    assert (
+        tls_walk.garm.controller_urls()["callback_url"]
+        == "http://proxy.example.com:8080/api/v1/callbacks"
+    )
 
 
 def test_until_the_certificate_arrives_active_says_garm_serves_plain_http(
@@ -258,7 +253,7 @@ def test_a_refused_certificate_blocks_with_garm_still_serving_http(
     )
     assert workload.applied[-1].tls is None
     assert workload.running
-    assert "GET /api/v1/scalesets" in tls_walk.garm.calls
+    assert "GET /api/v1/scalesets" in tls_walk.garm.calls()
 
 
 # The names ---------------------------------------------------------------------------------
@@ -354,7 +349,7 @@ def test_with_cos_the_leader_keeps_a_metrics_token_and_renews_it_only_when_stale
     ctx: Ctx,
     resources: Resources,
     config: dict[str, str | int],
-    garm: FakeGarm,
+    garm: GarmSim,
     workload: RecordingWorkload,
 ):
     """Arrange: a bootstrapped leader related to grafana-agent; GARM issues valid tokens.
@@ -364,7 +359,8 @@ def test_with_cos_the_leader_keeps_a_metrics_token_and_renews_it_only_when_stale
     rotation; it never appears in the relation data.
     """
     bootstrapped(garm)
-    garm.metrics_token = metrics_jwt(JWT, expires_in=datetime.timedelta(days=365))
+    # GARM runs with the JWT secret and token lifetime the charm renders into its config.
+    garm.restart(jwt_secret=JWT, token_ttl=datetime.timedelta(hours=8760).total_seconds())
     relation = testing.Relation("cos-agent", remote_app_name="grafana-agent")
     state = testing.State(
         leader=True,
@@ -377,23 +373,33 @@ def test_with_cos_the_leader_keeps_a_metrics_token_and_renews_it_only_when_stale
     state = ctx.run(ctx.on.update_status(), state)
     first = workload.metrics_token()
     state = ctx.run(ctx.on.update_status(), state)
-    issued_before_rotation = garm.metrics_tokens_issued
+    issued_before_rotation = len(metrics_tokens_issued(garm))
     workload.metrics_token_file = metrics_jwt("old-secret", expires_in=datetime.timedelta(days=9))
     state = ctx.run(ctx.on.update_status(), state)
 
-    assert first == garm.metrics_token
+    issued = metrics_tokens_issued(garm)
+    assert first == issued[0]
     assert issued_before_rotation == 1
-    assert garm.metrics_tokens_issued == 2
+    assert len(issued) == 2
     published = state.get_relation(relation.id).local_unit_data["config"]
-    assert garm.metrics_token not in published
+    assert not [token for token in issued if token in published]
     assert "/etc/garm/metrics-token" in published
+
+
+def metrics_tokens_issued(garm: GarmSim) -> list[str]:
+    """The metrics tokens GARM handed out so far, oldest first."""
+    return [
+        json.loads(entry.answer)["token"]
+        for entry in garm.requests
+        if entry.call == "GET /api/v1/metrics-token" and entry.status == 200
+    ]
 
 
 def test_without_cos_no_metrics_token_is_asked_for(
     ctx: Ctx,
     resources: Resources,
     config: dict[str, str | int],
-    garm: FakeGarm,
+    garm: GarmSim,
     workload: RecordingWorkload,
 ):
     """Arrange: a bootstrapped leader, no cos-agent relation. Act: a hook.
@@ -407,7 +413,7 @@ def test_without_cos_no_metrics_token_is_asked_for(
 
     ctx.run(ctx.on.update_status(), state)
 
-    assert "GET /api/v1/metrics-token" not in garm.calls
+    assert "GET /api/v1/metrics-token" not in garm.calls()
     assert workload.metrics_token() == ""
 
 
@@ -415,7 +421,7 @@ def test_a_refused_metrics_token_leaves_the_charm_active(
     ctx: Ctx,
     resources: Resources,
     config: dict[str, str | int],
-    garm: FakeGarm,
+    garm: GarmSim,
     workload: RecordingWorkload,
 ):
     """Arrange: a leader related to COS; GARM refuses the metrics token (403). Act: a hook.
@@ -423,7 +429,12 @@ def test_a_refused_metrics_token_leaves_the_charm_active(
     Assert: Active (only the scrape is affected, and the next hook asks again); nothing written.
     """
     bootstrapped(garm)
-    garm.answers["GET /api/v1/metrics-token"] = (403, '{"error":"Forbidden","details":""}')
+    garm.fault(
+        method="GET",
+        path="/api/v1/metrics-token",
+        status=403,
+        body='{"error":"Forbidden","details":""}',
+    )
     state = testing.State(
         leader=True,
         config=config,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import ops
 import pytest
-from database_publication import database_relation, database_secret
-from garm_fake import FakeGarm
 from ops import testing
 from test_charm import Config, Ctx, Resources, bootstrap_secrets
-from workload_double import RecordingWorkload
 
+from doubles.database_publication import database_relation, database_secret
+from doubles.workload_double import RecordingWorkload
+from garm_sim import GarmSim
 from relations import database
 from relations.database import InvalidDatabaseError, parse_endpoint
 
@@ -69,7 +69,7 @@ def test_bad_endpoint_is_refused_without_echoing_it(endpoint: str, problem: str)
 
 
 def test_bad_endpoint_blocks_and_renders_nothing(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: the provider shares an endpoint with port 99999. Act: relation-changed.
 
@@ -92,7 +92,7 @@ def test_bad_endpoint_blocks_and_renders_nothing(
         "the relation"
     )
     assert workload.applied == []
-    assert garm.calls == []
+    assert garm.calls() == []
 
 
 @pytest.mark.parametrize(
@@ -108,7 +108,7 @@ def test_bad_endpoint_blocks_and_renders_nothing(
 def test_sslmode_follows_the_providers_tls(
     ctx: Ctx,
     workload: RecordingWorkload,
-    garm: FakeGarm,
+    garm: GarmSim,
     resources: Resources,
     config: Config,
     tls: dict[str, str] | None,

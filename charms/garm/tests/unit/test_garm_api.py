@@ -20,10 +20,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pytest_httpserver import HTTPServer
-from tls_publication import untrusted_server_context
 from werkzeug import Request, Response
 
-import garm_api
+import garm_api.client
+from doubles.tls_publication import untrusted_server_context
 from garm_api import (
     EntityKind,
     GarmApiError,

@@ -1,4 +1,4 @@
-"""garm_bootstrap against the fake GARM over real HTTP, and the secret store contract."""
+"""garm_bootstrap against the GARM simulator over real HTTP, and the secret store contract."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import socket
 from collections.abc import Mapping
 
 import pytest
-from garm_fake import FakeGarm
-from pytest_httpserver import HTTPServer
 
 from garm_api import GarmClient
+from garm_sim import GarmSim
 from reconcile.bootstrap import (
     ADMIN_LABEL,
     DB_PASSPHRASE_LABEL,
@@ -47,9 +46,9 @@ class MemoryStore:
 
 
 @pytest.fixture
-def client(httpserver: HTTPServer) -> GarmClient:
-    """A client for the fake GARM."""
-    return GarmClient(httpserver.url_for("/").rstrip("/"), read_timeout=2)
+def client(garm: GarmSim) -> GarmClient:
+    """A client for the simulator."""
+    return GarmClient(garm.url, read_timeout=2)
 
 
 def test_ensure_secrets_creates_once_and_never_regenerates():
@@ -109,7 +108,7 @@ def test_secrets_stay_out_of_repr():
     assert "jwt" not in text.replace("jwt_secret", "")
 
 
-def test_fresh_garm_is_initialised_and_gets_urls(client: GarmClient, garm: FakeGarm):
+def test_fresh_garm_is_initialised_and_gets_urls(client: GarmClient, garm: GarmSim):
     """Arrange: GARM before first-run. Act: bootstrap.
 
     Assert: first-run with the admin, login, all four URLs set; the client is logged in.
@@ -118,58 +117,64 @@ def test_fresh_garm_is_initialised_and_gets_urls(client: GarmClient, garm: FakeG
 
     assert report.initialised
     assert report.urls_updated
-    assert garm.admin == ("admin", "pw-9fK2mQ")
-    assert garm.urls["agent_url"] == "https://garm.example.com/agent"
-    assert client.token in garm.tokens
+    assert garm.admin_credentials == ("admin", "pw-9fK2mQ")
+    assert garm.controller_urls()["agent_url"] == "https://garm.example.com/agent"
+    assert garm.authenticates(client.token or "")
 
 
-def test_converged_garm_gets_no_write(client: GarmClient, garm: FakeGarm):
+def test_converged_garm_gets_no_write(client: GarmClient, garm: GarmSim):
     """Arrange: GARM initialised with the URLs. Act: bootstrap. Assert: only the login."""
     bootstrap(client, CREDS, URLS)
-    garm.calls.clear()
+    garm.reset_log()
 
     report = bootstrap(client, CREDS, URLS)
 
     assert not report.initialised
     assert not report.urls_updated
-    assert garm.writes() == ["POST /api/v1/auth/login"]
+    assert garm.write_calls() == ["POST /api/v1/auth/login"]
 
 
-def test_changed_external_url_updates_urls(client: GarmClient, garm: FakeGarm):
+def test_changed_external_url_updates_urls(client: GarmClient, garm: GarmSim):
     """Arrange: bootstrapped. Act: bootstrap with another base URL. Assert: one PUT."""
     bootstrap(client, CREDS, URLS)
-    garm.calls.clear()
+    garm.reset_log()
 
     report = bootstrap(client, CREDS, ControllerUrls.from_base("http://10.0.0.9:9997"))
 
     assert report.urls_updated
-    assert garm.urls["callback_url"] == "http://10.0.0.9:9997/api/v1/callbacks"
-    assert garm.writes().count("PUT /api/v1/controller") == 1
+    assert garm.controller_urls()["callback_url"] == "http://10.0.0.9:9997/api/v1/callbacks"
+    assert garm.write_calls().count("PUT /api/v1/controller") == 1
 
 
-def test_expired_token_triggers_one_relogin(client: GarmClient, garm: FakeGarm):
-    """Arrange: bootstrapped; the next token GARM hands out is already expired.
+def test_expired_token_triggers_one_relogin(client: GarmClient, garm: GarmSim):
+    """Arrange: bootstrapped; the next token GARM hands out has expired when it is first used.
 
     Act: bootstrap. Assert: the 401 on controller-info leads to exactly one more login.
     """
     bootstrap(client, CREDS, URLS)
-    garm.calls.clear()
-    garm.expire_next_token = True
+    garm.reset_log()
+    garm.fault(
+        "before",
+        method="GET",
+        path="/api/v1/controller-info",
+        times=1,
+        action=lambda: garm.clock.advance(garm.signer.time_to_live + 1),
+    )
 
     bootstrap(client, CREDS, URLS)
 
-    assert garm.calls.count("POST /api/v1/auth/login") == 2
-    assert garm.calls.count("GET /api/v1/controller-info") == 2
+    assert garm.calls().count("POST /api/v1/auth/login") == 2
+    assert garm.calls().count("GET /api/v1/controller-info") == 2
 
 
 def test_wrong_password_is_a_bootstrap_error_without_the_password(
-    client: GarmClient, garm: FakeGarm
+    client: GarmClient, garm: GarmSim
 ):
     """Arrange: GARM initialised with another password. Act: bootstrap.
 
     Assert: BootstrapError whose text holds no password.
     """
-    garm.admin = ("admin", "another-password")
+    garm.bootstrap("admin", "another-password", set_urls=False)
 
     with pytest.raises(BootstrapError) as caught:
         bootstrap(client, CREDS, URLS)
@@ -178,7 +183,7 @@ def test_wrong_password_is_a_bootstrap_error_without_the_password(
     assert "another-password" not in str(caught.value)
 
 
-def test_wait_until_serving_returns_at_the_first_answer(client: GarmClient, garm: FakeGarm):
+def test_wait_until_serving_returns_at_the_first_answer(client: GarmClient, garm: GarmSim):
     """Arrange: a GARM before first-run (it answers 409). Act: wait.
 
     Assert: True after one probe: a refusal proves GARM is listening.
@@ -186,7 +191,7 @@ def test_wait_until_serving_returns_at_the_first_answer(client: GarmClient, garm
     sleeps: list[float] = []
 
     assert wait_until_serving(client, 5.0, sleep=sleeps.append) is True
-    assert garm.calls == ["GET /api/v1/controller-info"]
+    assert garm.calls() == ["GET /api/v1/controller-info"]
     assert sleeps == []
 
 

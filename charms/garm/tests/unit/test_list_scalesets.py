@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from memory_garm import MemoryGarm
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
+from doubles.memory_garm import MemoryGarm
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import list_scalesets
 from scaleset_reconciler.naming import live_name

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from pytest_httpserver import HTTPServer
-from tls_publication import untrusted_server_context
 from werkzeug import Request, Response
-from workload_double import this_users_ids
 
+from doubles.tls_publication import untrusted_server_context
+from doubles.workload_double import this_users_ids
 from workload import install
 from workload.config import ProxyConfig
 from workload.host import CommandResult, ResourceError

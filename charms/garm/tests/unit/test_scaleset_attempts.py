@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime
 
-from memory_garm import MemoryGarm
 from scaleset_fixtures import converge, make_spec, run
 
+from doubles.memory_garm import MemoryGarm
 from scaleset_reconciler import Phase, blocked_message
 from scaleset_reconciler.marker import parse_marker
 from scaleset_reconciler.naming import live_name

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
-from memory_garm import MemoryGarm
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
+from doubles.memory_garm import MemoryGarm
 from scaleset_reconciler import Phase, blocked_message, status_message
 from scaleset_reconciler.naming import live_name
 

@@ -7,9 +7,9 @@ import logging
 from collections.abc import Sequence
 
 import pytest
-from memory_garm import MemoryGarm
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
+from doubles.memory_garm import MemoryGarm
 from fake_github import FakeGitHub
 from garm_api.models import EntityKind, GithubEndpoint
 from reconcile.github_objects import GithubApp

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from memory_garm import REPO_ID, go_time
 from scaleset_fixtures import make_spec
 
+from doubles.memory_garm import REPO_ID, go_time
 from garm_api.models import Entity, EntityKind, Instance, ScaleSet, ScaleSetCreate, ScaleSetUpdate
 from scaleset_reconciler.marker import Marker, config_hash
 from scaleset_reconciler.naming import live_name, name_for, stem

@@ -43,9 +43,9 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from memory_garm import CONSOLIDATION_SECONDS, REPO_ID, WRITE_OPERATIONS, Call, MemoryGarm
 from scaleset_fixtures import SETTINGS, make_spec
 
+from doubles.memory_garm import CONSOLIDATION_SECONDS, REPO_ID, WRITE_OPERATIONS, Call, MemoryGarm
 from garm_api import GarmApiError, GarmUnreachable
 from garm_api.models import EntityKind, normalise_labels
 from scaleset_reconciler import (

@@ -6,9 +6,9 @@ import dataclasses
 import datetime
 
 import pytest
-from memory_garm import CONSOLIDATION_SECONDS, MemoryGarm
 from scaleset_fixtures import ORG, converge, make_spec, run
 
+from doubles.memory_garm import CONSOLIDATION_SECONDS, MemoryGarm
 from garm_api import GarmUnreachable
 from garm_api.models import ScaleSetUpdate
 from scaleset_reconciler import (

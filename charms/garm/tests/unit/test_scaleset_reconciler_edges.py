@@ -13,9 +13,9 @@ import logging
 from typing import Any
 
 import pytest
-from memory_garm import MemoryGarm
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
+from doubles.memory_garm import MemoryGarm
 from garm_api import GarmBadRequest, ScaleSet, ScaleSetCreate, Template
 from scaleset_reconciler import (
     Phase,

@@ -6,13 +6,21 @@ import datetime
 
 import ops
 import pytest
-from garm_fake import FakeGarm
 from hypothesis import given
 from hypothesis import strategies as st
 from ops import testing
-from test_charm import PASSWORD, Config, Ctx, Resources, bootstrap_secrets, on_postgresql
-from workload_double import RecordingWorkload
+from test_charm import (
+    OTHER_URLS,
+    PASSWORD,
+    Config,
+    Ctx,
+    Resources,
+    bootstrap_secrets,
+    on_postgresql,
+)
 
+from doubles.workload_double import RecordingWorkload
+from garm_sim import GarmSim
 from relations.service_handover import (
     HOST_KEY,
     HOST_SINCE_KEY,
@@ -46,10 +54,9 @@ def peers(
 
 
 @pytest.fixture
-def bootstrapped_garm(garm: FakeGarm) -> FakeGarm:
+def bootstrapped_garm(garm: GarmSim) -> GarmSim:
     """A GARM an earlier leader already bootstrapped on the shared database."""
-    garm.admin = ("admin", PASSWORD)
-    garm.urls = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
+    garm.bootstrap("admin", PASSWORD, urls=OTHER_URLS)
     return garm
 
 
@@ -59,7 +66,7 @@ def bootstrapped_garm(garm: FakeGarm) -> FakeGarm:
 def test_new_leader_waits_while_the_former_leader_runs_garm(
     ctx: Ctx,
     workload: RecordingWorkload,
-    bootstrapped_garm: FakeGarm,
+    bootstrapped_garm: GarmSim,
     resources: Resources,
     config: Config,
 ):
@@ -76,7 +83,7 @@ def test_new_leader_waits_while_the_former_leader_runs_garm(
         "taking over GARM: waiting for garm/1 to stop it (at most 5 min)"
     )
     assert "apply" not in workload.calls
-    assert bootstrapped_garm.calls == []
+    assert bootstrapped_garm.calls() == []
     written = out.get_relation(relation.id)
     assert isinstance(written, testing.PeerRelation)
     assert written.local_app_data[HOST_KEY] == "garm/0"
@@ -86,7 +93,7 @@ def test_new_leader_waits_while_the_former_leader_runs_garm(
 def test_new_leader_starts_garm_once_the_former_leader_stopped(
     ctx: Ctx,
     workload: RecordingWorkload,
-    bootstrapped_garm: FakeGarm,
+    bootstrapped_garm: GarmSim,
     resources: Resources,
     config: Config,
 ):
@@ -114,7 +121,7 @@ def test_new_leader_starts_garm_once_the_former_leader_stopped(
 def test_new_leader_starts_garm_after_the_deadline(
     ctx: Ctx,
     workload: RecordingWorkload,
-    bootstrapped_garm: FakeGarm,
+    bootstrapped_garm: GarmSim,
     resources: Resources,
     config: Config,
 ):
@@ -131,7 +138,7 @@ def test_new_leader_starts_garm_after_the_deadline(
 
 
 def test_former_leader_stops_garm_when_another_unit_claims_it(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: garm/0 ran GARM and lost leadership; garm/1 claimed GARM.
 
@@ -150,11 +157,11 @@ def test_former_leader_stops_garm_when_another_unit_claims_it(
     written = out.get_relation(relation.id)
     assert isinstance(written, testing.PeerRelation)
     assert written.local_unit_data[RUNNING_KEY] == "false"
-    assert garm.calls == []
+    assert garm.calls() == []
 
 
 def test_former_leader_stops_garm_even_when_its_config_is_invalid(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: a former leader still running GARM; its config is invalid.
 
@@ -174,7 +181,7 @@ def test_former_leader_stops_garm_even_when_its_config_is_invalid(
 
 
 def test_sqlite_leader_never_starts_afresh_while_the_data_is_on_another_unit(
-    ctx: Ctx, workload: RecordingWorkload, garm: FakeGarm, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, garm: GarmSim, resources: Resources, config: Config
 ):
     """Arrange: garm/1 ran GARM on SQLite and is still in the model; garm/0 is elected.
 
@@ -196,7 +203,7 @@ def test_sqlite_leader_never_starts_afresh_while_the_data_is_on_another_unit(
         "garm/1 to start afresh"
     )
     assert "apply" not in workload.calls
-    assert garm.calls == []
+    assert garm.calls() == []
 
 
 # The decision ---------------------------------------------------------------------------------

@@ -8,14 +8,14 @@ from collections.abc import Iterator
 
 import ops
 import pytest
-from configurator_publication import pkcs1_app_key
-from memory_garm import MemoryGarm
 from ops import testing
 from scaleset_fixtures import converge, make_spec, run
 from test_charm_configurators import relabelled
-from workload_double import RecordingWorkload
 
 import charm
+from doubles.configurator_publication import pkcs1_app_key
+from doubles.memory_garm import MemoryGarm
+from doubles.workload_double import RecordingWorkload
 from garm_api import GarmBadRequest, GarmServerError, GarmUnreachable
 from garm_sim import GarmSim
 from scaleset_reconciler.report import (

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 from fake_systemctl import FAILURE_OUTPUT, FakeSystemctl, install_fake_systemctl
-from workload_double import this_users_ids
 
+from doubles.workload_double import this_users_ids
 from workload import install
 from workload import machine as workload
 from workload import version as garm_version
