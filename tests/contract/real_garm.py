@@ -205,6 +205,26 @@ class RealGarm:
         }
         return token, self.expect("POST", "/repositories", repo, token=token)["id"]
 
+    def reset_admin_password(self, username: str, password: str) -> None:
+        """Run `garm admin password-reset` (builds after v0.2.1) on this GARM's database.
+
+        Raises:
+            RuntimeError: when the command fails (its output is in the message).
+        """
+        self.remember_secret("new admin password", password)
+        command = [self.garm_bin, "admin", "password-reset", username, "--new-password", password]
+        result = subprocess.run(
+            [*command, "--config", str(self.workdir / "config.toml")],
+            capture_output=True,
+            text=True,
+            env=self.environment(),
+            cwd=self.workdir,
+            timeout=60,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"garm admin password-reset failed: {result.stdout}{result.stderr}")
+
     def controller_settings(self) -> dict[str, str]:
         """Return the `PUT /controller` body: URLs on GARM, agent releases on the fake GitHub."""
         return {

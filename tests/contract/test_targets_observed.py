@@ -1,8 +1,8 @@
 """What the real GARM binaries showed and the simulator must match, over the four targets.
 
 Password strength, the status of a new runner, GitHub's rate limit on credentials, the
-differences between v0.2.1 and the newer GARM a client can see, and (real targets only) that
-nothing leaves loopback.
+differences between v0.2.1 and the newer GARM a client can see, the end of old tokens after an
+admin password reset (newer only), and (real targets only) that nothing leaves loopback.
 """
 
 from __future__ import annotations
@@ -19,15 +19,19 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from contract.conftest import (
     ADMIN,
+    PASSWORD,
     REAL_TARGETS,
     Target,
     open_target,
     scaleset_body,
+    target_param,
 )
 from contract.garm_http import call
 from contract.real_garm import V021
 
 WEAK = '{"error":"Bad Request","details":"password is too weak"}\n'
+REFUSED = '{"error":"Authentication failed","details":""}\n'
+NEW_PASS = "New-admin-pw-9fK2mQ-x"  # zxcvbn score 4: `garm admin` refuses weaker ones too
 # (password, GARM's first-run accepts it): both binaries agree on every row.
 PASSWORDS = [
     ("a", False),
@@ -385,6 +389,29 @@ def test_github_app_credentials_drive_a_scale_set(target: Target):
         github = target.real.github
         assert github.installation_tokens
         assert [made for made in github.calls if made[2] >= 400] == []
+
+
+@pytest.mark.parametrize("target_name", [target_param("sim-newer"), target_param("real-newer")])
+def test_admin_password_reset_refuses_tokens_issued_before(target: Target):
+    """Arrange: an admin token. Act: `garm admin password-reset` (builds after v0.2.1 only).
+
+    Assert: the token issued before answers 401 `Authentication failed` (GARM bumped the
+    admin's `generation`, which its tokens carry); the old password is refused; the new one
+    logs in and its token works.
+    """
+    garm = target.real or target.sim
+    assert garm is not None
+    assert target.call("GET", "/scalesets").status == 200
+
+    garm.reset_admin_password(ADMIN, NEW_PASS)
+
+    for path in ("/controller-info", "/scalesets"):
+        reply = target.call("GET", path)
+        assert (reply.status, reply.raw) == (401, REFUSED), path
+    old = call(target.url, "POST", "/auth/login", {"username": ADMIN, "password": PASSWORD})
+    assert old.status == 401
+    new = call(target.url, "POST", "/auth/login", {"username": ADMIN, "password": NEW_PASS})
+    assert target.call("GET", "/scalesets", token=new.json["token"]).status == 200
 
 
 @pytest.mark.parametrize("target_name", REAL_TARGETS)

@@ -217,7 +217,8 @@ class GarmSim:
     def reset_admin_password(self, username: str, password: str) -> None:
         """Do what `garm admin password-reset` does in GARM's database: a new password.
 
-        The admin's generation moves on, so every token issued before stops working.
+        The admin's generation moves on, so every token issued before stops working (as on
+        real GARM: garm-behaviour B30).
 
         Raises:
             LookupError: when there is no such admin.
