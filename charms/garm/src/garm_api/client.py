@@ -24,11 +24,27 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
+from garm_api.errors import (
+    GarmApiError,
+    GarmBadRequest,
+    GarmConflict,
+    GarmError,
+    GarmNotFound,
+    GarmNotInitialised,
+    GarmNotReady,
+    GarmServerError,
+    GarmUnauthorized,
+    GarmUnreachable,
+    GarmUrlsRequired,
+    InvalidRequest,
+    WireFormatError,
+    api_error,
+    outage_reason,
+)
 from garm_api.models import (
     ControllerInfo,
     Entity,
     EntityKind,
-    GarmError,
     GithubCredentials,
     GithubEndpoint,
     Instance,
@@ -39,7 +55,6 @@ from garm_api.models import (
     ScaleSetUpdate,
     Template,
     User,
-    WireFormatError,
     normalise_label,
     normalise_labels,
     parse_list,
@@ -82,63 +97,6 @@ _C = TypeVar("_C")
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 30.0
-
-
-class GarmUnreachable(GarmError):
-    """GARM did not answer: connection refused or reset, timeout, TLS failure."""
-
-    def __init__(self, operation: str, reason: str) -> None:
-        super().__init__(f"{operation}: GARM is unreachable: {reason}")
-        self.operation = operation
-        self.reason = reason
-
-
-class GarmApiError(GarmError):
-    """GARM answered with an error status."""
-
-    def __init__(self, operation: str, status: int, error: str, details: str) -> None:
-        text = f"{operation}: HTTP {status} {error}".rstrip()
-        super().__init__(f"{text}: {details}" if details else text)
-        self.operation = operation
-        self.status = status
-        self.error = error
-        self.details = details
-
-
-class GarmBadRequest(GarmApiError):
-    """400: GARM refused the request (validation, state rules such as 'scale set has runners')."""
-
-
-class GarmUnauthorized(GarmApiError):
-    """401: bad or expired token, wrong password, or GitHub refusing GARM's credentials."""
-
-
-class GarmNotFound(GarmApiError):
-    """404: the object does not exist."""
-
-
-class GarmConflict(GarmApiError):
-    """409: a duplicate (name, entity, credentials) or a second first-run."""
-
-
-class GarmNotReady(GarmApiError):
-    """409 before GARM is usable: one of the bootstrap gates below."""
-
-
-class GarmNotInitialised(GarmNotReady):
-    """409 `init_required`: first-run has not happened yet."""
-
-
-class GarmUrlsRequired(GarmNotReady):
-    """409 `urls_required`: the controller's metadata and callback URLs are not set yet."""
-
-
-class GarmServerError(GarmApiError):
-    """5xx: GARM failed (GARM reports its late validation failures this way, with no details)."""
-
-
-class InvalidRequest(ValueError):
-    """The client refused to send a request GARM would reject late (garm-behaviour B13)."""
 
 
 def _names_wire_errors(cls: type[_C]) -> type[_C]:
@@ -614,7 +572,7 @@ class GarmClient:
             status = int(response.status)
             payload = bytes(response.data or b"")
         except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise GarmUnreachable(operation, _describe_outage(error)) from None
+            raise GarmUnreachable(operation, outage_reason(error)) from None
         except ApiException:
             # The generated client turns TLS failures into ApiException(status=0).
             raise GarmUnreachable(operation, "TLS failure") from None
@@ -648,7 +606,7 @@ class GarmClient:
         try:
             status, payload = self._exchange(http_method, path, query, body)
         except (http.client.HTTPException, OSError) as error:
-            raise GarmUnreachable(operation, _describe_outage(error)) from None
+            raise GarmUnreachable(operation, outage_reason(error)) from None
         if 300 <= status < 400:
             # As the generated client (no redirect allowed): never GARM's answer, and an empty
             # body must not read as an empty list.
@@ -795,7 +753,7 @@ def _class_name(module_name: str) -> str:
 def _decoded(operation: str, status: int, payload: bytes) -> Any:
     """GARM's answer as JSON (None when empty), or the error its status means."""
     if status >= 400:
-        raise _api_error(operation, status, payload)
+        raise api_error(operation, status, payload)
     if not payload.strip():
         return None
     try:
@@ -808,40 +766,6 @@ def _json_object(operation: str, answer: Any) -> JsonObject:
     if not isinstance(answer, Mapping):
         raise WireFormatError(f"{operation}: expected a JSON object in the answer")
     return cast("JsonObject", answer)
-
-
-def _api_error(operation: str, status: int, payload: bytes) -> GarmApiError:
-    error, details = _error_fields(payload)
-    if status == 409 and error == "init_required":
-        return GarmNotInitialised(operation, status, error, details)
-    if status == 409 and error == "urls_required":
-        return GarmUrlsRequired(operation, status, error, details)
-    by_status: dict[int, type[GarmApiError]] = {
-        400: GarmBadRequest,
-        401: GarmUnauthorized,
-        404: GarmNotFound,
-        409: GarmConflict,
-    }
-    kind = by_status.get(status, GarmServerError if status >= 500 else GarmApiError)
-    return kind(operation, status, error, details)
-
-
-def _error_fields(payload: bytes) -> tuple[str, str]:
-    """Read GARM's `{"error", "details"}`; a non-JSON body (e.g. `Unauthorized`) is the title."""
-    text = payload.decode("utf-8", errors="replace").strip()
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return text[:200], ""
-    if not isinstance(body, Mapping):
-        return text[:200], ""
-    fields = cast("Mapping[str, Any]", body)
-    return str(fields.get("error") or ""), str(fields.get("details") or "")
-
-
-def _describe_outage(error: BaseException) -> str:
-    reason = getattr(error, "reason", None)
-    return f"{type(error).__name__}: {reason or error}"
 
 
 def _b64(data: bytes) -> str:
