@@ -8,19 +8,28 @@ from a recording.
 from __future__ import annotations
 
 import base64
+import datetime
 import json
+import logging
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from charmlibs.interfaces.tls_certificates import (
+    Certificate,
+    CertificateRequestAttributes,
+    CertificateSigningRequest,
+    PrivateKey,
+)
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pytest_httpserver import HTTPServer
-from tls_publication import untrusted_server_context
+from tls_publication import Issuer, server_context, untrusted_server_context
 from werkzeug import Request, Response
 
 import garm_api
@@ -974,3 +983,266 @@ def test_every_call_resolves_its_operation_and_reaches_garm(
     assert (request.method, request.path, response.status_code) == (method, f"/api/v1{path}", 200)
     assert others == []
     assert request.headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.fixture
+def issuer() -> Issuer:
+    """A CA that GARM's certificate chains to, as the certificates relation's CA."""
+    return Issuer()
+
+
+@pytest.fixture
+def https_garm(tmp_path: Path, issuer: Issuer) -> Iterator[HTTPServer]:
+    """GARM over HTTPS on 127.0.0.1 with a certificate `issuer` signed for it."""
+    assert issuer.ca is not None
+    key = PrivateKey.generate()
+    names = CertificateRequestAttributes(
+        common_name="localhost", sans_dns=("localhost",), sans_ip=("127.0.0.1",)
+    )
+    csr = CertificateSigningRequest.generate(names, key)
+    certificate = Certificate.generate(csr, issuer.ca, issuer.ca_key, datetime.timedelta(days=1))
+    server = HTTPServer(
+        host="127.0.0.1", ssl_context=server_context(str(certificate), str(key), tmp_path)
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_both_paths_trust_the_relations_ca(https_garm: HTTPServer, issuer: Issuer):
+    """Arrange: GARM over HTTPS, its certificate signed by the relation's CA.
+
+    Act: list scale sets (built here) and delete one (a generated operation), trusting that CA.
+    Assert: both reach GARM, over HTTPS.
+    """
+    answer_with(https_garm, "GET", "/scalesets", [])
+    answer_with(https_garm, "DELETE", "/scalesets/1", "")
+    client = GarmClient(https_garm.url_for("/").rstrip("/"), token=TOKEN, ca_cert=issuer.ca_pem)
+
+    listed = client.list_scalesets()
+    client.delete_scaleset(1)
+
+    assert listed == []
+    assert [(r.method, r.scheme, r.path) for r, _ in https_garm.log] == [
+        ("GET", "https", "/api/v1/scalesets"),
+        ("DELETE", "https", "/api/v1/scalesets/1"),
+    ]
+
+
+def test_both_paths_trust_only_the_relations_ca(https_garm: HTTPServer):
+    """Arrange: GARM over HTTPS; the client is given another CA than the one that signed it.
+
+    Act: list scale sets (built here) and delete one (a generated operation).
+    Assert: both GarmUnreachable naming the call, and GARM never saw a request.
+    """
+    answer_with(https_garm, "GET", "/scalesets", [])
+    answer_with(https_garm, "DELETE", "/scalesets/1", "")
+    other_ca = Issuer().ca_pem
+    client = GarmClient(https_garm.url_for("/").rstrip("/"), token=TOKEN, ca_cert=other_ca)
+
+    with pytest.raises(GarmUnreachable, match=r"list scale sets: .*CERTIFICATE_VERIFY_FAILED"):
+        client.list_scalesets()
+    with pytest.raises(GarmUnreachable, match=r"delete scale set: .*CERTIFICATE_VERIFY_FAILED"):
+        client.delete_scaleset(1)
+
+    assert https_garm.log == []
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind"),
+    [
+        (301, "", GarmUnreachable),
+        (400, '{"error": "Bad Request", "details": "invalid request"}', GarmBadRequest),
+        (401, "Unauthorized", GarmUnauthorized),
+        (404, '{"error": "Not Found", "details": "no such scale set"}', GarmNotFound),
+        (409, '{"error": "init_required", "details": "Missing superuser"}', GarmNotInitialised),
+        (409, '{"error": "urls_required", "details": "Missing URLs"}', GarmUrlsRequired),
+        (409, '{"error": "Conflict", "details": "duplicate"}', GarmConflict),
+        (418, "", GarmApiError),
+        (500, '{"error": "Internal Server Error", "details": ""}', GarmServerError),
+        (502, "Bad Gateway", GarmServerError),
+        (200, "<html>proxy error</html>", garm_api.WireFormatError),
+    ],
+)
+def test_both_paths_read_every_answer_alike(
+    httpserver: HTTPServer, client: GarmClient, status: int, body: str, kind: type[Exception]
+):
+    """Arrange: GARM answering a read built here and a generated write with the same answer.
+
+    Act: get template 7 (built here) and delete it (a generated operation).
+    Assert: the same error type, status, title and details from both, each naming its call.
+    """
+    for method in ("GET", "DELETE"):
+        httpserver.expect_request("/api/v1/templates/7", method=method).respond_with_data(
+            body, status=status, headers={"Location": "http://elsewhere.invalid/"}
+        )
+    raised: list[Exception] = []
+
+    for call in (lambda: client.get_template(7), lambda: client.delete_template(7)):
+        with pytest.raises(kind) as error:
+            call()
+        raised.append(error.value)
+
+    read, write = raised
+    assert type(read) is type(write) is kind
+    fields = ("status", "error", "details")
+    assert [getattr(read, f, None) for f in fields] == [getattr(write, f, None) for f in fields]
+    assert str(read).startswith("get template: ")
+    assert str(write).startswith("delete template: ")
+
+
+def test_both_paths_wait_the_read_timeout(httpserver: HTTPServer):
+    """Arrange: GARM that answers neither a read nor a write until the test lets it.
+
+    Act: list scale sets (built here), then delete one (a generated operation).
+    Assert: both GarmUnreachable naming a timeout: only the client's read timeout can have
+    ended them (GARM was held until after the calls).
+    """
+    release = threading.Event()
+
+    def held(_: Request) -> Response:
+        release.wait(10)
+        return Response("[]", content_type="application/json")
+
+    httpserver.expect_request("/api/v1/scalesets").respond_with_handler(held)
+    httpserver.expect_request("/api/v1/scalesets/1").respond_with_handler(held)
+    client = GarmClient(httpserver.url_for("/").rstrip("/"), token=TOKEN, read_timeout=0.2)
+
+    try:
+        with pytest.raises(GarmUnreachable, match=r"list scale sets: .*timed out"):
+            client.list_scalesets()
+        with pytest.raises(GarmUnreachable, match=r"delete scale set: .*timed out"):
+            client.delete_scaleset(1)
+    finally:
+        release.set()
+        # The held requests end after the calls; wait, so they never reach the next test's log.
+        deadline = time.monotonic() + 10
+        while len(httpserver.log) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def test_a_write_after_login_carries_the_new_token(httpserver: HTTPServer):
+    """Arrange: a client without a token; GARM answers login, a write and a read.
+
+    Act: delete a scale set before logging in, log in, delete again and list.
+    Assert: no Authorization before login; after it, the write and the read carry its token.
+    """
+    httpserver.expect_request("/api/v1/auth/login", method="POST").respond_with_json(
+        {"token": "new.jwt.token"}
+    )
+    answer_with(httpserver, "DELETE", "/scalesets/1", "")
+    answer_with(httpserver, "GET", "/scalesets", [])
+    client = GarmClient(httpserver.url_for("/").rstrip("/"))
+
+    client.delete_scaleset(1)
+    client.login("admin", "pw")
+    client.delete_scaleset(1)
+    client.list_scalesets()
+
+    sent = [request.headers.get("Authorization") for request, _ in httpserver.log]
+    assert sent == [None, None, "Bearer new.jwt.token", "Bearer new.jwt.token"]
+    assert client.token == "new.jwt.token"
+
+
+@pytest.mark.parametrize(
+    ("call", "method", "path", "answer", "problem"),
+    [
+        (lambda c: c.list_scalesets(), "GET", "/scalesets", {}, "list scale sets: expected a"),
+        (lambda c: c.get_scaleset(8), "GET", "/scalesets/8", [], "get scale set: expected a"),
+        (
+            lambda c: c.update_scaleset(8, ScaleSetUpdate(enabled=True)),
+            "PUT",
+            "/scalesets/8",
+            {"id": 8},
+            "update scale set: scale set 8 names no repository",
+        ),
+        (lambda c: c.metrics_token(), "GET", "/metrics-token", {}, "metrics-token: answered"),
+    ],
+    ids=["read-object-for-list", "write-list-for-object", "write-no-entity", "write-no-token"],
+)
+def test_an_unreadable_answer_names_the_call_on_both_paths(
+    httpserver: HTTPServer,
+    client: GarmClient,
+    call: Callable[[GarmClient], object],
+    method: str,
+    path: str,
+    answer: object,
+    problem: str,
+):
+    """Arrange: GARM answering 200 with a body the call cannot read.
+
+    Act: make the call. Assert: WireFormatError whose operation is the call, once in its text.
+    """
+    answer_with(httpserver, method, path, answer)
+
+    with pytest.raises(garm_api.WireFormatError) as raised:
+        call(client)
+
+    assert str(raised.value).startswith(problem)
+    assert raised.value.operation == problem.split(":", maxsplit=1)[0]
+    assert str(raised.value).count(raised.value.operation) == 1
+
+
+def test_one_debug_line_per_call_without_bodies_or_tokens(
+    httpserver: HTTPServer, caplog: pytest.LogCaptureFixture
+):
+    """Arrange: GARM answering login, a write carrying a secret, and a refused read.
+
+    Act: log in, create a repository, get a scale set GARM does not have; capture every log.
+    Assert: one debug line per call naming the call, method, path and status; no password,
+    token or webhook secret anywhere in the log.
+    """
+    password, token, secret = "S3cret-Pa55word", "header.payload.sig", "webhook-S3cret"
+    httpserver.expect_request("/api/v1/auth/login", method="POST").respond_with_json(
+        {"token": token}
+    )
+    answer_with(httpserver, "POST", "/repositories", {"id": "r1", "name": "r", "owner": "o"})
+    httpserver.expect_request("/api/v1/scalesets/9").respond_with_json(
+        {"error": "Not Found", "details": "no such scale set"}, status=404
+    )
+    client = GarmClient(httpserver.url_for("/").rstrip("/"))
+    caplog.set_level(logging.DEBUG)
+
+    client.login("admin", password)
+    client.create_repository("o", "r", credentials_name="c", webhook_secret=secret)
+    with pytest.raises(GarmNotFound):
+        client.get_scaleset(9)
+
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("garm_api")]
+    assert lines == [
+        "GARM login: POST /api/v1/auth/login: HTTP 200",
+        "GARM create repository: POST /api/v1/repositories: HTTP 200",
+        "GARM get scale set: GET /api/v1/scalesets/9: HTTP 404",
+    ]
+    everything = caplog.text + "".join(r.getMessage() for r in caplog.records)
+    assert not [s for s in (password, token, secret) if s in everything]
+
+
+def test_a_write_loads_only_its_generated_api_class(httpserver: HTTPServer):
+    """Arrange: GARM answering a scale-set delete; a fresh interpreter.
+
+    Act: delete a scale set. Assert: of the generated API classes only `scalesets_api` was
+    loaded.
+    """
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    answer_with(httpserver, "DELETE", "/scalesets/1", "")
+    code = (
+        "import sys, garm_api\n"
+        f"client = garm_api.GarmClient({httpserver.url_for('/').rstrip('/')!r}, token='t')\n"
+        "client.delete_scaleset(1)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('garm_client.api.')))\n"
+    )
+
+    output = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(garm_api.__file__).parents[1],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert output.strip() == "['garm_client.api.scalesets_api']"
