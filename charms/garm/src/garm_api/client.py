@@ -1,34 +1,25 @@
-"""The only way into GARM's REST API: typed calls, normalised answers, one error taxonomy.
+"""`GarmClient`: GARM's REST API as typed calls with normalised answers.
 
-`garm_client` (generated) is imported only when the first write is made: login and the reads of
-every hook go over the standard library's `http.client` (ADR 0001, amendments), so importing this
-module, and a hook that finds nothing to change, stay cheap. Every call has a bounded timeout and
-no retries: a reconcile pass that cannot reach GARM stops at once and the next hook tries again.
-
-Errors form two families that never overlap:
-
-- `GarmApiError`: GARM answered and refused (400, 401, 404, 409, 5xx...). Each carries the HTTP
-  status, GARM's `error` title and `details`.
-- `GarmUnreachable`: no answer at all (refused, reset, timed out, TLS failure). A handler meant
-  for refusals (`except GarmApiError`) can never swallow an outage.
-- `WireFormatError`: GARM answered 2xx with a body that is not what its API documents; it names
-  the call. Like the other two it is a `GarmError`, so `except GarmError` handles every answer.
+Every call goes through one `GarmTransport` (`transport`), which owns the base URL, the TLS
+verification, the token, the timeouts, the mapping of answers onto `garm_api.errors` and the
+log. Login and the reads of every hook are requests by path (`GarmTransport.request`); every
+other call is built by its generated operation and request model (`GarmTransport.send`), whose
+modules each method imports for itself, so pyright checks every write and a call loads only the
+generated API class it uses. `garm_client` is never imported before the first such call (ADR
+0001, amendment 3).
 """
 
 from __future__ import annotations
 
 import base64
-import functools
-import json
-import logging
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
+from garm_api.errors import InvalidRequest, WireFormatError
 from garm_api.models import (
     ControllerInfo,
     Entity,
     EntityKind,
-    GarmError,
     GithubCredentials,
     GithubEndpoint,
     Instance,
@@ -39,135 +30,23 @@ from garm_api.models import (
     ScaleSetUpdate,
     Template,
     User,
-    WireFormatError,
-    normalise_label,
-    normalise_labels,
     parse_list,
 )
+from garm_api.transport import DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT, GarmTransport
 
-__all__ = [
-    "ControllerInfo",
-    "Entity",
-    "EntityKind",
-    "GarmApiError",
-    "GarmBadRequest",
-    "GarmClient",
-    "GarmConflict",
-    "GarmError",
-    "GarmNotFound",
-    "GarmNotInitialised",
-    "GarmNotReady",
-    "GarmServerError",
-    "GarmUnauthorized",
-    "GarmUnreachable",
-    "GarmUrlsRequired",
-    "GithubCredentials",
-    "GithubEndpoint",
-    "Instance",
-    "InvalidRequest",
-    "Provider",
-    "ScaleSet",
-    "ScaleSetCreate",
-    "ScaleSetUpdate",
-    "Template",
-    "User",
-    "WireFormatError",
-    "normalise_label",
-    "normalise_labels",
-]
+if TYPE_CHECKING:
+    import urllib3
 
-logger = logging.getLogger(__name__)
+    from garm_client.models.github_app import GithubApp
 
-_C = TypeVar("_C")
+__all__ = ["GarmClient"]
 
-DEFAULT_CONNECT_TIMEOUT = 5.0
-DEFAULT_READ_TIMEOUT = 30.0
+T = TypeVar("T")
+
+# Each write imports its generated API class and request model inside the method (hence the
+# PLC0415 exemptions): `import garm_api`, login and the reads of a hook must load none of them.
 
 
-class GarmUnreachable(GarmError):
-    """GARM did not answer: connection refused or reset, timeout, TLS failure."""
-
-    def __init__(self, operation: str, reason: str) -> None:
-        super().__init__(f"{operation}: GARM is unreachable: {reason}")
-        self.operation = operation
-        self.reason = reason
-
-
-class GarmApiError(GarmError):
-    """GARM answered with an error status."""
-
-    def __init__(self, operation: str, status: int, error: str, details: str) -> None:
-        text = f"{operation}: HTTP {status} {error}".rstrip()
-        super().__init__(f"{text}: {details}" if details else text)
-        self.operation = operation
-        self.status = status
-        self.error = error
-        self.details = details
-
-
-class GarmBadRequest(GarmApiError):
-    """400: GARM refused the request (validation, state rules such as 'scale set has runners')."""
-
-
-class GarmUnauthorized(GarmApiError):
-    """401: bad or expired token, wrong password, or GitHub refusing GARM's credentials."""
-
-
-class GarmNotFound(GarmApiError):
-    """404: the object does not exist."""
-
-
-class GarmConflict(GarmApiError):
-    """409: a duplicate (name, entity, credentials) or a second first-run."""
-
-
-class GarmNotReady(GarmApiError):
-    """409 before GARM is usable: one of the bootstrap gates below."""
-
-
-class GarmNotInitialised(GarmNotReady):
-    """409 `init_required`: first-run has not happened yet."""
-
-
-class GarmUrlsRequired(GarmNotReady):
-    """409 `urls_required`: the controller's metadata and callback URLs are not set yet."""
-
-
-class GarmServerError(GarmApiError):
-    """5xx: GARM failed (GARM reports its late validation failures this way, with no details)."""
-
-
-class InvalidRequest(ValueError):
-    """The client refused to send a request GARM would reject late (garm-behaviour B13)."""
-
-
-def _names_wire_errors(cls: type[_C]) -> type[_C]:
-    """Make every public method name, in a `WireFormatError` its parsing raised, the call made.
-
-    The name is the one the HTTP errors use (`_call`'s operation), so a status reads the same
-    whether GARM failed a call or answered it with an unreadable body.
-    """
-    for name, member in list(vars(cls).items()):
-        if callable(member) and not name.startswith("_"):
-            setattr(cls, name, _naming_wire_errors(name.replace("_", " "), member))
-    return cls
-
-
-def _naming_wire_errors(fallback: str, method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def named(client: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return method(client, *args, **kwargs)
-        except WireFormatError as error:
-            if error.operation:
-                raise
-            operation = str(getattr(client, "_last_operation", "") or fallback)
-            raise WireFormatError(error.problem, operation=operation) from None
-
-    return named
-
-
-@_names_wire_errors
 class GarmClient:
     """A GARM API client bound to one base URL and, after `login`, one admin token."""
 
@@ -190,44 +69,54 @@ class GarmClient:
             ca_cert: PEM CA(s) an `https://` GARM's certificate must chain to; empty trusts the
                 system's CAs. The certificate is always verified.
         """
-        self.base_url = base_url.rstrip("/")
-        self._ca_cert = ca_cert
-        self._token = token
-        self._timeout = (connect_timeout, read_timeout)
-        self._api_client: Any = None
-        self._last_operation = ""
+        self._transport = GarmTransport(
+            base_url,
+            token,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            ca_cert=ca_cert,
+        )
+
+    @property
+    def base_url(self) -> str:
+        """GARM's address, without a trailing slash."""
+        return self._transport.base_url
 
     @property
     def token(self) -> str | None:
         """The bearer token in use, if any."""
-        return self._token
+        return self._transport.token
 
     # Bootstrap and controller ---------------------------------------------------------------
 
     def first_run(self, username: str, email: str, password: str, full_name: str = "") -> User:
         """Create the admin user (GARM's first-run). A second call raises `GarmConflict`."""
-        models = self._models()
-        body = models.NewUserParams(
+        from garm_client.api.first_run_api import FirstRunApi  # noqa: PLC0415
+        from garm_client.models.new_user_params import NewUserParams  # noqa: PLC0415
+
+        body = NewUserParams(
             username=username, email=email, password=password, full_name=full_name or None
         )
-        return User.from_wire(self._object("first-run", self._apis().first_run, body=body))
+        return self._transport.send(
+            "first-run",
+            FirstRunApi,
+            lambda api: api.first_run_without_preload_content(body),
+            _object_of(User.from_wire),
+        )
 
     def login(self, username: str, password: str) -> str:
         """Log in, keep the token for later calls and return it."""
         body = {"username": username, "password": password}
-        answer = self._direct_object("login", "POST", "/auth/login", body=body)
-        token = answer.get("token")
-        if not isinstance(token, str) or not token:
-            raise WireFormatError("answered without a token", operation="login")
-        self._token = token
-        if self._api_client is not None:
-            self._api_client.configuration.api_key["Bearer"] = token
+        token = self._transport.request(
+            "login", "POST", "/auth/login", _object_of(_token), body=body
+        )
+        self._transport.token = token
         return token
 
     def controller_info(self) -> ControllerInfo:
         """Return the controller settings (409 gates until first-run and URLs are done)."""
-        return ControllerInfo.from_wire(
-            self._direct_object("controller-info", "GET", "/controller-info")
+        return self._transport.request(
+            "controller-info", "GET", "/controller-info", _object_of(ControllerInfo.from_wire)
         )
 
     def update_controller(
@@ -244,40 +133,50 @@ class GarmClient:
         `ca_cert_bundle` (PEM) is what runners trust GARM's certificate with; empty bytes clear
         it, None leaves it as it is (garm-behaviour B29).
         """
-        bundle: dict[str, Any] = {}
-        if ca_cert_bundle:
-            bundle["ca_cert_bundle"] = _b64(ca_cert_bundle)
-        elif ca_cert_bundle is not None:
-            bundle["clear_ca_cert_bundle"] = True
-        body = self._models().UpdateControllerParams(
+        from garm_client.api.controller_api import ControllerApi  # noqa: PLC0415
+        from garm_client.models.update_controller_params import (  # noqa: PLC0415
+            UpdateControllerParams,
+        )
+
+        body = UpdateControllerParams(
             metadata_url=metadata_url,
             callback_url=callback_url,
             webhook_url=webhook_url,
             agent_url=agent_url,
-            **bundle,
+            ca_cert_bundle=_b64(ca_cert_bundle) if ca_cert_bundle else None,
+            clear_ca_cert_bundle=True if ca_cert_bundle == b"" else None,
         )
-        return ControllerInfo.from_wire(
-            self._object("update controller", self._apis().update_controller, body=body)
+        return self._transport.send(
+            "update controller",
+            ControllerApi,
+            lambda api: api.update_controller_without_preload_content(body),
+            _object_of(ControllerInfo.from_wire),
         )
 
     def metrics_token(self) -> str:
         """Return a token for GARM's `/metrics` endpoint."""
-        answer = self._object("metrics-token", self._apis().get_metrics_token)
-        token = answer.get("token")
-        if not isinstance(token, str):
-            raise WireFormatError("answered without a token", operation="metrics-token")
-        return token
+        from garm_client.api.metrics_token_api import MetricsTokenApi  # noqa: PLC0415
+
+        return self._transport.send(
+            "metrics-token",
+            MetricsTokenApi,
+            lambda api: api.get_metrics_token_without_preload_content(),
+            _object_of(_metrics_token),
+        )
 
     def list_providers(self) -> list[Provider]:
         """Return the providers GARM was started with."""
-        return parse_list(self._direct("list providers", "GET", "/providers"), Provider.from_wire)
+        return self._transport.request(
+            "list providers", "GET", "/providers", _list_of(Provider.from_wire)
+        )
 
     # GitHub endpoints and credentials -------------------------------------------------------
 
     def list_github_endpoints(self) -> list[GithubEndpoint]:
         """Return the GitHub endpoints."""
-        answer = self._direct("list github endpoints", "GET", "/github/endpoints")
-        return parse_list(answer, GithubEndpoint.from_wire)
+        return self._transport.request(
+            "list github endpoints", "GET", "/github/endpoints", _list_of(GithubEndpoint.from_wire)
+        )
 
     def create_github_endpoint(
         self,
@@ -290,7 +189,12 @@ class GarmClient:
         ca_cert_bundle: bytes = b"",
     ) -> GithubEndpoint:
         """Create a GitHub Enterprise Server endpoint."""
-        body = self._models().CreateGithubEndpointParams(
+        from garm_client.api.endpoints_api import EndpointsApi  # noqa: PLC0415
+        from garm_client.models.create_github_endpoint_params import (  # noqa: PLC0415
+            CreateGithubEndpointParams,
+        )
+
+        body = CreateGithubEndpointParams(
             name=name,
             description=description,
             base_url=base_url,
@@ -298,15 +202,21 @@ class GarmClient:
             upload_base_url=upload_base_url,
             ca_cert_bundle=_b64(ca_cert_bundle) if ca_cert_bundle else None,
         )
-        answer = self._object(
-            "create github endpoint", self._apis().create_github_endpoint, body=body
+        return self._transport.send(
+            "create github endpoint",
+            EndpointsApi,
+            lambda api: api.create_github_endpoint_without_preload_content(body),
+            _object_of(GithubEndpoint.from_wire),
         )
-        return GithubEndpoint.from_wire(answer)
 
     def list_github_credentials(self) -> list[GithubCredentials]:
         """Return all GitHub credentials (GARM answers `null` when there are none)."""
-        answer = self._direct("list github credentials", "GET", "/github/credentials")
-        return parse_list(answer, GithubCredentials.from_wire)
+        return self._transport.request(
+            "list github credentials",
+            "GET",
+            "/github/credentials",
+            _list_of(GithubCredentials.from_wire),
+        )
 
     def create_github_app_credentials(
         self,
@@ -320,22 +230,25 @@ class GarmClient:
     ) -> GithubCredentials:
         """Create GitHub App credentials. The key must be PKCS#1 (garm-behaviour B9)."""
         _require_pkcs1(private_key_pem)
-        models = self._models()
-        body = models.CreateGithubCredentialsParams(
+
+        from garm_client.api.credentials_api import CredentialsApi  # noqa: PLC0415
+        from garm_client.models.create_github_credentials_params import (  # noqa: PLC0415
+            CreateGithubCredentialsParams,
+        )
+
+        body = CreateGithubCredentialsParams(
             name=name,
             description=description,
             endpoint=endpoint,
             auth_type="app",
-            app=models.GithubApp(
-                app_id=app_id,
-                installation_id=installation_id,
-                private_key_bytes=_b64(private_key_pem),
-            ),
+            app=_github_app(app_id, installation_id, private_key_pem),
         )
-        answer = self._object(
-            "create github credentials", self._apis().create_credentials, body=body
+        return self._transport.send(
+            "create github credentials",
+            CredentialsApi,
+            lambda api: api.create_credentials_without_preload_content(body),
+            _object_of(GithubCredentials.from_wire),
         )
-        return GithubCredentials.from_wire(answer)
 
     def update_github_app_credentials(
         self,
@@ -348,26 +261,33 @@ class GarmClient:
     ) -> GithubCredentials:
         """Replace the App settings of existing App credentials."""
         _require_pkcs1(private_key_pem)
-        models = self._models()
-        body = models.UpdateGithubCredentialsParams(
+
+        from garm_client.api.credentials_api import CredentialsApi  # noqa: PLC0415
+        from garm_client.models.update_github_credentials_params import (  # noqa: PLC0415
+            UpdateGithubCredentialsParams,
+        )
+
+        body = UpdateGithubCredentialsParams(
             description=description,
-            app=models.GithubApp(
-                app_id=app_id,
-                installation_id=installation_id,
-                private_key_bytes=_b64(private_key_pem),
-            ),
+            app=_github_app(app_id, installation_id, private_key_pem),
         )
-        answer = self._object(
+        return self._transport.send(
             "update github credentials",
-            self._apis().update_credentials,
-            id=credentials_id,
-            body=body,
+            CredentialsApi,
+            lambda api: api.update_credentials_without_preload_content(credentials_id, body),
+            _object_of(GithubCredentials.from_wire),
         )
-        return GithubCredentials.from_wire(answer)
 
     def delete_github_credentials(self, credentials_id: int) -> None:
         """Delete credentials (GARM answers 204, also for an unknown id)."""
-        self._call("delete github credentials", self._apis().delete_credentials, id=credentials_id)
+        from garm_client.api.credentials_api import CredentialsApi  # noqa: PLC0415
+
+        self._transport.send(
+            "delete github credentials",
+            CredentialsApi,
+            lambda api: api.delete_credentials_without_preload_content(credentials_id),
+            _nothing,
+        )
 
     # Repositories and organizations ---------------------------------------------------------
 
@@ -378,121 +298,200 @@ class GarmClient:
             EntityKind.ORGANIZATION: "/organizations",
             EntityKind.ENTERPRISE: "/enterprises",
         }[kind]
-        answer = self._direct(f"list {kind}", "GET", path)
-        return parse_list(answer, lambda data: Entity.from_wire(kind, data))
+        return self._transport.request(
+            f"list {kind}", "GET", path, _list_of(lambda data: Entity.from_wire(kind, data))
+        )
 
     def create_repository(
         self, owner: str, name: str, *, credentials_name: str, webhook_secret: str
     ) -> Entity:
         """Register a repository. GARM requires a webhook secret even for scale sets only."""
-        body = self._models().CreateRepoParams(
+        from garm_client.api.repositories_api import RepositoriesApi  # noqa: PLC0415
+        from garm_client.models.create_repo_params import CreateRepoParams  # noqa: PLC0415
+
+        body = CreateRepoParams(
             owner=owner,
             name=name,
             credentials_name=credentials_name,
             webhook_secret=webhook_secret,
             forge_type="github",
         )
-        answer = self._object("create repository", self._apis().create_repo, body=body)
-        return Entity.from_wire(EntityKind.REPOSITORY, answer)
+        return self._transport.send(
+            "create repository",
+            RepositoriesApi,
+            lambda api: api.create_repo_without_preload_content(body),
+            _object_of(lambda data: Entity.from_wire(EntityKind.REPOSITORY, data)),
+        )
 
     def create_organization(
         self, name: str, *, credentials_name: str, webhook_secret: str
     ) -> Entity:
         """Register an organization. GARM requires a webhook secret even for scale sets only."""
-        body = self._models().CreateOrgParams(
+        from garm_client.api.organizations_api import OrganizationsApi  # noqa: PLC0415
+        from garm_client.models.create_org_params import CreateOrgParams  # noqa: PLC0415
+
+        body = CreateOrgParams(
             name=name,
             credentials_name=credentials_name,
             webhook_secret=webhook_secret,
             forge_type="github",
         )
-        answer = self._object("create organization", self._apis().create_org, body=body)
-        return Entity.from_wire(EntityKind.ORGANIZATION, answer)
+        return self._transport.send(
+            "create organization",
+            OrganizationsApi,
+            lambda api: api.create_org_without_preload_content(body),
+            _object_of(lambda data: Entity.from_wire(EntityKind.ORGANIZATION, data)),
+        )
 
     def update_entity_credentials(
         self, kind: EntityKind, entity_id: str, credentials_name: str
     ) -> Entity:
         """Point a repository or organization at other credentials."""
-        body = self._models().UpdateEntityParams(credentials_name=credentials_name)
-        apis = self._apis()
+        from garm_client.models.update_entity_params import UpdateEntityParams  # noqa: PLC0415
+
+        body = UpdateEntityParams(credentials_name=credentials_name)
+        parse = _object_of(lambda data: Entity.from_wire(kind, data))
         if kind is EntityKind.REPOSITORY:
-            answer = self._object(
-                "update repository", apis.update_repo, repo_id=entity_id, body=body
+            from garm_client.api.repositories_api import RepositoriesApi  # noqa: PLC0415
+
+            return self._transport.send(
+                "update repository",
+                RepositoriesApi,
+                lambda api: api.update_repo_without_preload_content(entity_id, body),
+                parse,
             )
-        elif kind is EntityKind.ORGANIZATION:
-            answer = self._object(
-                "update organization", apis.update_org, org_id=entity_id, body=body
+        if kind is EntityKind.ORGANIZATION:
+            from garm_client.api.organizations_api import OrganizationsApi  # noqa: PLC0415
+
+            return self._transport.send(
+                "update organization",
+                OrganizationsApi,
+                lambda api: api.update_org_without_preload_content(entity_id, body),
+                parse,
             )
-        else:
-            answer = self._object(
-                "update enterprise", apis.update_enterprise, enterprise_id=entity_id, body=body
-            )
-        return Entity.from_wire(kind, answer)
+        from garm_client.api.enterprises_api import EnterprisesApi  # noqa: PLC0415
+
+        return self._transport.send(
+            "update enterprise",
+            EnterprisesApi,
+            lambda api: api.update_enterprise_without_preload_content(entity_id, body),
+            parse,
+        )
 
     def delete_entity(self, kind: EntityKind, entity_id: str) -> None:
         """Delete a repository or organization (refused with 400 while it has scale sets)."""
-        apis = self._apis()
         if kind is EntityKind.REPOSITORY:
-            self._call("delete repository", apis.delete_repo, repo_id=entity_id)
+            from garm_client.api.repositories_api import RepositoriesApi  # noqa: PLC0415
+
+            self._transport.send(
+                "delete repository",
+                RepositoriesApi,
+                lambda api: api.delete_repo_without_preload_content(entity_id),
+                _nothing,
+            )
         elif kind is EntityKind.ORGANIZATION:
-            self._call("delete organization", apis.delete_org, org_id=entity_id)
+            from garm_client.api.organizations_api import OrganizationsApi  # noqa: PLC0415
+
+            self._transport.send(
+                "delete organization",
+                OrganizationsApi,
+                lambda api: api.delete_org_without_preload_content(entity_id),
+                _nothing,
+            )
         else:
-            self._call("delete enterprise", apis.delete_enterprise, enterprise_id=entity_id)
+            from garm_client.api.enterprises_api import EnterprisesApi  # noqa: PLC0415
+
+            self._transport.send(
+                "delete enterprise",
+                EnterprisesApi,
+                lambda api: api.delete_enterprise_without_preload_content(entity_id),
+                _nothing,
+            )
 
     # Templates ------------------------------------------------------------------------------
 
     def list_templates(self, os_type: str | None = None) -> list[Template]:
         """Return templates without their bodies (`data` is None in lists)."""
         query = {"osType": os_type} if os_type is not None else {}
-        answer = self._direct("list templates", "GET", "/templates", query=query)
-        return parse_list(answer, Template.from_wire)
+        return self._transport.request(
+            "list templates", "GET", "/templates", _list_of(Template.from_wire), query=query
+        )
 
     def get_template(self, template_id: int) -> Template:
         """Return one template with its body."""
-        path = f"/templates/{template_id}"
-        answer = self._direct_object("get template", "GET", path)
-        return Template.from_wire(answer)
+        return self._transport.request(
+            "get template", "GET", f"/templates/{template_id}", _object_of(Template.from_wire)
+        )
 
     def create_template(
         self, name: str, *, data: bytes, os_type: str = "linux", description: str = ""
     ) -> Template:
         """Create a GitHub runner install template."""
-        body = self._models().CreateTemplateParams(
+        from garm_client.api.templates_api import TemplatesApi  # noqa: PLC0415
+        from garm_client.models.create_template_params import (  # noqa: PLC0415
+            CreateTemplateParams,
+        )
+
+        body = CreateTemplateParams(
             name=name,
             description=description,
             os_type=os_type,
             forge_type="github",
             data=_b64(data),
         )
-        return Template.from_wire(
-            self._object("create template", self._apis().create_template, body=body)
+        return self._transport.send(
+            "create template",
+            TemplatesApi,
+            lambda api: api.create_template_without_preload_content(body),
+            _object_of(Template.from_wire),
         )
 
     def update_template(
         self, template_id: int, *, data: bytes, description: str | None = None
     ) -> Template:
         """Replace a template's body."""
-        body = self._models().UpdateTemplateParams(description=description, data=_b64(data))
-        answer = self._object(
-            "update template", self._apis().update_template, template_id=template_id, body=body
+        from garm_client.api.templates_api import TemplatesApi  # noqa: PLC0415
+        from garm_client.models.update_template_params import (  # noqa: PLC0415
+            UpdateTemplateParams,
         )
-        return Template.from_wire(answer)
+
+        body = UpdateTemplateParams(description=description, data=_b64(data))
+        return self._transport.send(
+            "update template",
+            TemplatesApi,
+            lambda api: api.update_template_without_preload_content(template_id, body),
+            _object_of(Template.from_wire),
+        )
 
     def delete_template(self, template_id: int) -> None:
         """Delete a template (200 also for an unknown id; 400 while in use)."""
-        self._call("delete template", self._apis().delete_template, template_id=template_id)
+        from garm_client.api.templates_api import TemplatesApi  # noqa: PLC0415
+
+        self._transport.send(
+            "delete template",
+            TemplatesApi,
+            lambda api: api.delete_template_without_preload_content(template_id),
+            _nothing,
+        )
 
     # Scale sets -----------------------------------------------------------------------------
 
     def list_scalesets(self) -> list[ScaleSet]:
         """Return every scale set (without `template_name` or instances)."""
-        return parse_list(self._direct("list scale sets", "GET", "/scalesets"), ScaleSet.from_wire)
+        return self._transport.request(
+            "list scale sets", "GET", "/scalesets", _list_of(ScaleSet.from_wire)
+        )
 
     def get_scaleset(self, scaleset_id: int) -> ScaleSet:
         """Return one scale set with its `extra_specs` and `template_name`."""
-        answer = self._object(
-            "get scale set", self._apis().get_scale_set, scaleset_id=str(scaleset_id)
+        from garm_client.api.scalesets_api import ScalesetsApi  # noqa: PLC0415
+
+        return self._transport.send(
+            "get scale set",
+            ScalesetsApi,
+            lambda api: api.get_scale_set_without_preload_content(str(scaleset_id)),
+            _object_of(ScaleSet.from_wire),
         )
-        return ScaleSet.from_wire(answer)
 
     def create_scaleset(
         self, kind: EntityKind, entity_id: str, params: ScaleSetCreate
@@ -506,7 +505,13 @@ class GarmClient:
         problems = params.validate()
         if problems:
             raise InvalidRequest(f"scale set {params.name!r}: " + "; ".join(problems))
-        body = self._models().CreateScaleSetParams(
+
+        from garm_client.api.scalesets_api import ScalesetsApi  # noqa: PLC0415
+        from garm_client.models.create_scale_set_params import (  # noqa: PLC0415
+            CreateScaleSetParams,
+        )
+
+        body = CreateScaleSetParams(
             name=params.name,
             provider_name=params.provider_name,
             image=params.image,
@@ -517,26 +522,37 @@ class GarmClient:
             min_idle_runners=params.min_idle_runners,
             max_runners=params.max_runners,
             enabled=params.enabled,
-            github_runner_group=params.runner_group or None,
             runner_bootstrap_timeout=params.runner_bootstrap_timeout,
             extra_specs=dict(params.extra_specs) if params.extra_specs is not None else None,
             template_id=params.template_id,
         )
-        apis = self._apis()
-        operation, id_name = {
-            EntityKind.REPOSITORY: (apis.create_repo_scale_set, "repo_id"),
-            EntityKind.ORGANIZATION: (apis.create_org_scale_set, "org_id"),
-            EntityKind.ENTERPRISE: (apis.create_enterprise_scale_set, "enterprise_id"),
-        }[kind]
-        answer = self._object("create scale set", operation, body=body, **{id_name: entity_id})
-        return ScaleSet.from_wire(answer)
+        # Set by its field name: the constructor (as pyright reads it) only takes the wire name,
+        # `github-runner-group`, which no keyword argument can spell.
+        body.github_runner_group = params.runner_group or None
+
+        def create(api: ScalesetsApi) -> urllib3.HTTPResponse:
+            if kind is EntityKind.REPOSITORY:
+                return api.create_repo_scale_set_without_preload_content(entity_id, body)
+            if kind is EntityKind.ORGANIZATION:
+                return api.create_org_scale_set_without_preload_content(entity_id, body)
+            return api.create_enterprise_scale_set_without_preload_content(entity_id, body)
+
+        return self._transport.send(
+            "create scale set", ScalesetsApi, create, _object_of(ScaleSet.from_wire)
+        )
 
     def update_scaleset(self, scaleset_id: int, params: ScaleSetUpdate) -> ScaleSet:
         """Change a scale set's mutable fields (labels and provider are fixed at creation)."""
         problems = params.validate()
         if problems:
             raise InvalidRequest(f"scale set {scaleset_id}: " + "; ".join(problems))
-        body = self._models().UpdateScaleSetParams(
+
+        from garm_client.api.scalesets_api import ScalesetsApi  # noqa: PLC0415
+        from garm_client.models.update_scale_set_params import (  # noqa: PLC0415
+            UpdateScaleSetParams,
+        )
+
+        body = UpdateScaleSetParams(
             name=params.name,
             enabled=params.enabled,
             min_idle_runners=params.min_idle_runners,
@@ -551,13 +567,12 @@ class GarmClient:
             template_id=params.template_id,
             extended_state=params.extended_state,
         )
-        answer = self._object(
+        return self._transport.send(
             "update scale set",
-            self._apis().update_scale_set,
-            scaleset_id=str(scaleset_id),
-            body=body,
+            ScalesetsApi,
+            lambda api: api.update_scale_set_without_preload_content(str(scaleset_id), body),
+            _object_of(ScaleSet.from_wire),
         )
-        return ScaleSet.from_wire(answer)
 
     def delete_scaleset(self, scaleset_id: int) -> None:
         """Ask GARM to delete a scale set.
@@ -565,22 +580,33 @@ class GarmClient:
         GARM answers 200 also when it kept the scale set (garm-behaviour B15) and for unknown ids:
         callers must list again to know whether it is gone.
         """
-        self._call("delete scale set", self._apis().delete_scale_set, scaleset_id=str(scaleset_id))
+        from garm_client.api.scalesets_api import ScalesetsApi  # noqa: PLC0415
+
+        self._transport.send(
+            "delete scale set",
+            ScalesetsApi,
+            lambda api: api.delete_scale_set_without_preload_content(str(scaleset_id)),
+            _nothing,
+        )
 
     # Instances ------------------------------------------------------------------------------
 
     def list_scaleset_instances(self, scaleset_id: int) -> list[Instance]:
         """Return one scale set's instances (`[]` also for an unknown scale set)."""
-        answer = self._call(
+        from garm_client.api.instances_api import InstancesApi  # noqa: PLC0415
+
+        return self._transport.send(
             "list scale set instances",
-            self._apis().list_scale_set_instances,
-            scaleset_id=str(scaleset_id),
+            InstancesApi,
+            lambda api: api.list_scale_set_instances_without_preload_content(str(scaleset_id)),
+            _list_of(Instance.from_wire),
         )
-        return parse_list(answer, Instance.from_wire)
 
     def list_instances(self) -> list[Instance]:
         """Return every instance GARM knows, pools and scale sets alike."""
-        return parse_list(self._direct("list instances", "GET", "/instances"), Instance.from_wire)
+        return self._transport.request(
+            "list instances", "GET", "/instances", _list_of(Instance.from_wire)
+        )
 
     def delete_instance(self, name: str, *, force: bool = True) -> None:
         """Remove a runner, ignoring provider and GitHub errors when `force` (kills its job).
@@ -588,260 +614,59 @@ class GarmClient:
         GARM refuses (400) unless the instance is running, error, pending_delete or
         pending_force_delete; removal then completes asynchronously (garm-behaviour B18).
         """
-        self._call(
+        from garm_client.api.instances_api import InstancesApi  # noqa: PLC0415
+
+        self._transport.send(
             "delete instance",
-            self._apis().delete_instance,
-            instance_name=name,
-            force_remove=force or None,
-            bypass_gh_unauthorized=force or None,
+            InstancesApi,
+            lambda api: api.delete_instance_without_preload_content(
+                name, force_remove=force or None, bypass_gh_unauthorized=force or None
+            ),
+            _nothing,
         )
 
-    # Plumbing -------------------------------------------------------------------------------
 
-    def _object(self, operation: str, method: Callable[..., Any], **kwargs: Any) -> JsonObject:
-        return _json_object(operation, self._call(operation, method, **kwargs))
+def _object_of(parse: Callable[[JsonObject], T]) -> Callable[[object], T]:
+    """A parser of an answer that must be one JSON object."""
 
-    def _call(self, operation: str, method: Callable[..., Any], **kwargs: Any) -> Any:
-        """Send one request through a generated operation; return its decoded body or raise."""
-        import urllib3  # noqa: PLC0415 - deferred: hooks that make no write never pay for it
+    def parsed(answer: object) -> T:
+        if not isinstance(answer, Mapping):
+            raise WireFormatError("expected a JSON object in the answer")
+        return parse(cast("JsonObject", answer))
 
-        from garm_client.exceptions import ApiException  # noqa: PLC0415
-
-        self._last_operation = operation
-        arguments = {name: value for name, value in kwargs.items() if value is not None}
-        try:
-            response = method(**arguments, _request_timeout=self._timeout)
-            status = int(response.status)
-            payload = bytes(response.data or b"")
-        except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise GarmUnreachable(operation, _describe_outage(error)) from None
-        except ApiException:
-            # The generated client turns TLS failures into ApiException(status=0).
-            raise GarmUnreachable(operation, "TLS failure") from None
-        return _decoded(operation, status, payload)
-
-    def _direct_object(
-        self, operation: str, http_method: str, path: str, *, body: JsonObject | None = None
-    ) -> JsonObject:
-        return _json_object(operation, self._direct(operation, http_method, path, body=body))
-
-    def _direct(
-        self,
-        operation: str,
-        http_method: str,
-        path: str,
-        *,
-        query: Mapping[str, str] | None = None,
-        body: JsonObject | None = None,
-    ) -> Any:
-        """Send one request with the standard library's `http.client`; return its decoded body.
-
-        For login and the reads of every hook: the generated client's import (urllib3,
-        pydantic, dateutil, multiprocessing) cost a fresh process more than its requests did,
-        while `http.client` is loaded already by ops (ADR 0001, amendment 2). The request is the
-        one the generated operation builds: same method, path and query names, JSON headers,
-        bearer auth; one attempt with the same connect and read timeouts, no proxy, no redirect.
-        """
-        import http.client  # noqa: PLC0415 - deferred: `import garm_api` stays light
-
-        self._last_operation = operation
-        try:
-            status, payload = self._exchange(http_method, path, query, body)
-        except (http.client.HTTPException, OSError) as error:
-            raise GarmUnreachable(operation, _describe_outage(error)) from None
-        if 300 <= status < 400:
-            # As the generated client (no redirect allowed): never GARM's answer, and an empty
-            # body must not read as an empty list.
-            raise GarmUnreachable(operation, f"HTTP {status}: a redirect, not followed")
-        return _decoded(operation, status, payload)
-
-    def _exchange(
-        self,
-        http_method: str,
-        path: str,
-        query: Mapping[str, str] | None,
-        body: JsonObject | None,
-    ) -> tuple[int, bytes]:
-        import http.client  # noqa: PLC0415
-        from urllib.parse import urlencode, urlsplit  # noqa: PLC0415
-
-        base = urlsplit(self.base_url)
-        connect_timeout, read_timeout = self._timeout
-        connection = (
-            http.client.HTTPSConnection(
-                base.netloc, timeout=connect_timeout, context=self._tls_context()
-            )
-            if base.scheme == "https"
-            else http.client.HTTPConnection(base.netloc, timeout=connect_timeout)
-        )
-        headers = {"Accept": "application/json"}
-        payload = None
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-            payload = json.dumps(body).encode()
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
-        target = f"{base.path}/api/v1{path}" + (f"?{urlencode(query)}" if query else "")
-        try:
-            connection.connect()
-            if connection.sock is not None:
-                connection.sock.settimeout(read_timeout)
-            connection.request(http_method, target, body=payload, headers=headers)
-            response = connection.getresponse()
-            return response.status, response.read()
-        finally:
-            connection.close()
-
-    def _tls_context(self) -> Any:
-        """How an `https://` GARM is verified: as the generated client verifies it.
-
-        The certificate and host name, against `ca_cert` when given (the certificates
-        relation's CA, and only it), else the system's CAs: both transports must trust the same
-        servers.
-        """
-        import ssl  # noqa: PLC0415
-
-        return ssl.create_default_context(cadata=self._ca_cert or None)
-
-    def _apis(self) -> Any:
-        return _ApiFacade(self._generated_client())
-
-    def _generated_client(self) -> Any:
-        if self._api_client is None:
-            self._api_client = self._new_api_client()
-        return self._api_client
-
-    def _new_api_client(self) -> Any:
-        import urllib3  # noqa: PLC0415
-
-        import garm_client  # noqa: PLC0415
-
-        configuration = garm_client.Configuration(host=f"{self.base_url}/api/v1")
-        # One attempt per call: the next reconcile retries, and an outage must show at once.
-        configuration.retries = urllib3.Retry(total=0, redirect=0, raise_on_status=False)
-        configuration.api_key_prefix["Bearer"] = "Bearer"
-        if self._ca_cert:
-            configuration.ca_cert_data = self._ca_cert
-        if self._token:
-            configuration.api_key["Bearer"] = self._token
-        return garm_client.ApiClient(configuration)
-
-    @staticmethod
-    def _models() -> Any:
-        import garm_client.models  # noqa: PLC0415
-
-        return garm_client.models
+    return parsed
 
 
-class _ApiFacade:
-    """Loads only the generated API class that defines the operation asked for.
-
-    Each generated class is a module full of pydantic-validated methods, so trying them in turn
-    loaded most of the client on every call; a call now loads its own class and no other. A
-    converged hook (login and reads) loads none of them (`GarmClient._direct`).
-    """
-
-    # operation -> the generated API module that defines `<operation>_without_preload_content`.
-    # Writes, and reads no converged hook makes. Login and the reads of every hook are not
-    # here: they skip the generated classes (`GarmClient._direct`).
-    _MODULES: Mapping[str, str] = {
-        "update_controller": "controller_api",
-        "create_credentials": "credentials_api",
-        "delete_credentials": "credentials_api",
-        "update_credentials": "credentials_api",
-        "create_github_endpoint": "endpoints_api",
-        "delete_enterprise": "enterprises_api",
-        "update_enterprise": "enterprises_api",
-        "first_run": "first_run_api",
-        "delete_instance": "instances_api",
-        "list_scale_set_instances": "instances_api",
-        "get_metrics_token": "metrics_token_api",
-        "create_org": "organizations_api",
-        "delete_org": "organizations_api",
-        "update_org": "organizations_api",
-        "create_repo": "repositories_api",
-        "delete_repo": "repositories_api",
-        "update_repo": "repositories_api",
-        "create_enterprise_scale_set": "scalesets_api",
-        "create_org_scale_set": "scalesets_api",
-        "create_repo_scale_set": "scalesets_api",
-        "delete_scale_set": "scalesets_api",
-        "get_scale_set": "scalesets_api",
-        "update_scale_set": "scalesets_api",
-        "create_template": "templates_api",
-        "delete_template": "templates_api",
-        "update_template": "templates_api",
-    }
-
-    def __init__(self, api_client: Any) -> None:
-        self._api_client = api_client
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        import importlib  # noqa: PLC0415
-
-        module_name = self._MODULES.get(name)
-        if module_name is None:
-            raise AttributeError(name)
-        module = importlib.import_module(f"garm_client.api.{module_name}")
-        api_class = getattr(module, _class_name(module_name))
-        return getattr(api_class(self._api_client), f"{name}_without_preload_content")
+def _list_of(parse: Callable[[JsonObject], T]) -> Callable[[object], list[T]]:
+    """A parser of an answer that is a JSON list of objects (`null` for none)."""
+    return lambda answer: parse_list(answer, parse)
 
 
-def _class_name(module_name: str) -> str:
-    """`controller_info_api` -> `ControllerInfoApi`, the generator's naming rule."""
-    return "".join(part.capitalize() for part in module_name.split("_"))
+def _nothing(answer: object) -> None:
+    """What a delete returns: nothing, though its answer must still be JSON (or empty)."""
 
 
-def _decoded(operation: str, status: int, payload: bytes) -> Any:
-    """GARM's answer as JSON (None when empty), or the error its status means."""
-    if status >= 400:
-        raise _api_error(operation, status, payload)
-    if not payload.strip():
-        return None
-    try:
-        return json.loads(payload)
-    except ValueError:
-        raise WireFormatError("answer is not JSON", operation=operation) from None
+def _token(answer: JsonObject) -> str:
+    token = answer.get("token")
+    if not isinstance(token, str) or not token:
+        raise WireFormatError("answered without a token")
+    return token
 
 
-def _json_object(operation: str, answer: Any) -> JsonObject:
-    if not isinstance(answer, Mapping):
-        raise WireFormatError(f"{operation}: expected a JSON object in the answer")
-    return cast("JsonObject", answer)
+def _metrics_token(answer: JsonObject) -> str:
+    token = answer.get("token")
+    if not isinstance(token, str):
+        raise WireFormatError("answered without a token")
+    return token
 
 
-def _api_error(operation: str, status: int, payload: bytes) -> GarmApiError:
-    error, details = _error_fields(payload)
-    if status == 409 and error == "init_required":
-        return GarmNotInitialised(operation, status, error, details)
-    if status == 409 and error == "urls_required":
-        return GarmUrlsRequired(operation, status, error, details)
-    by_status: dict[int, type[GarmApiError]] = {
-        400: GarmBadRequest,
-        401: GarmUnauthorized,
-        404: GarmNotFound,
-        409: GarmConflict,
-    }
-    kind = by_status.get(status, GarmServerError if status >= 500 else GarmApiError)
-    return kind(operation, status, error, details)
+def _github_app(app_id: int, installation_id: int, private_key_pem: bytes) -> GithubApp:
+    """The App part of a credentials request."""
+    from garm_client.models.github_app import GithubApp  # noqa: PLC0415
 
-
-def _error_fields(payload: bytes) -> tuple[str, str]:
-    """Read GARM's `{"error", "details"}`; a non-JSON body (e.g. `Unauthorized`) is the title."""
-    text = payload.decode("utf-8", errors="replace").strip()
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return text[:200], ""
-    if not isinstance(body, Mapping):
-        return text[:200], ""
-    fields = cast("Mapping[str, Any]", body)
-    return str(fields.get("error") or ""), str(fields.get("details") or "")
-
-
-def _describe_outage(error: BaseException) -> str:
-    reason = getattr(error, "reason", None)
-    return f"{type(error).__name__}: {reason or error}"
+    return GithubApp(
+        app_id=app_id, installation_id=installation_id, private_key_bytes=_b64(private_key_pem)
+    )
 
 
 def _b64(data: bytes) -> str:

@@ -18,6 +18,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
+from garm_api.errors import WireFormatError
+
 JsonObject = Mapping[str, Any]
 T = TypeVar("T")
 
@@ -28,27 +30,6 @@ class EntityKind(enum.StrEnum):
     REPOSITORY = "repositories"
     ORGANIZATION = "organizations"
     ENTERPRISE = "enterprises"
-
-
-class GarmError(Exception):
-    """Base of everything `garm_api` raises about GARM (here, so a `WireFormatError` is one)."""
-
-
-class WireFormatError(GarmError, ValueError):
-    """GARM answered with a body that cannot be read as the documented type.
-
-    Neither a refusal nor an outage: GARM answered, but not what its API documents. `GarmClient`
-    names the call that got the answer, so the status can say which one.
-
-    Attributes:
-        operation: the call that got the answer ("" until `GarmClient` names it).
-        problem: what was wrong with the body.
-    """
-
-    def __init__(self, problem: str, *, operation: str = "") -> None:
-        super().__init__(f"{operation}: {problem}" if operation else problem)
-        self.operation = operation
-        self.problem = problem
 
 
 def normalise_label(label: str) -> str:

@@ -8,22 +8,31 @@ from a recording.
 from __future__ import annotations
 
 import base64
+import datetime
 import json
+import logging
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from charmlibs.interfaces.tls_certificates import (
+    Certificate,
+    CertificateRequestAttributes,
+    CertificateSigningRequest,
+    PrivateKey,
+)
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 import garm_api.client
-from doubles.tls_publication import untrusted_server_context
+from doubles.tls_publication import Issuer, server_context, untrusted_server_context
 from garm_api import (
     EntityKind,
     GarmApiError,
@@ -63,6 +72,18 @@ def sent_json(server: HTTPServer, index: int = -1) -> Any:
     """The JSON body of a request the server received."""
     request, _ = server.log[index]
     return json.loads(request.get_data())
+
+
+def get_scaleset_by_text_id(client: GarmClient, scaleset_id: str) -> object:
+    """GET /scalesets/<id> through the generated operation, with an id GarmClient never sends."""
+    from garm_client.api.scalesets_api import ScalesetsApi  # noqa: PLC0415
+
+    return client._transport.send(  # pyright: ignore[reportPrivateUsage]
+        "get",
+        ScalesetsApi,
+        lambda api: api.get_scale_set_without_preload_content(scaleset_id),
+        lambda answer: answer,
+    )
 
 
 @pytest.fixture
@@ -430,11 +451,7 @@ def test_error_statuses_map_to_types(
     serve(httpserver, name, method, path)
     call = {
         "/api/v1/scalesets/10": lambda: client.delete_scaleset(10),
-        "/api/v1/scalesets/abc": lambda: client._call(  # pyright: ignore[reportPrivateUsage]
-            "get",
-            client._apis().get_scale_set,
-            scaleset_id="abc",  # pyright: ignore[reportPrivateUsage]
-        ),
+        "/api/v1/scalesets/abc": lambda: get_scaleset_by_text_id(client, "abc"),
         "/api/v1/scalesets/999999": lambda: client.get_scaleset(999999),
         "/api/v1/scalesets": client.list_scalesets,
     }[path]
@@ -705,18 +722,6 @@ def test_reads_send_the_generated_operations_request(httpserver: HTTPServer, cli
         assert request.headers["Authorization"] == f"Bearer {TOKEN}"
 
 
-def test_every_operation_the_client_calls_is_in_its_generated_class(client: GarmClient):
-    """Arrange: the operation table. Act: resolve each operation. Assert: each is a method."""
-    apis = client._apis()  # pyright: ignore[reportPrivateUsage]
-    operations = garm_api.client._ApiFacade._MODULES  # pyright: ignore[reportPrivateUsage]
-
-    resolved = {name: getattr(apis, name) for name in operations}
-
-    assert all(callable(method) for method in resolved.values())
-    with pytest.raises(AttributeError):
-        apis.no_such_operation  # noqa: B018
-
-
 def test_a_redirect_is_never_followed_nor_read_as_an_answer(httpserver: HTTPServer):
     """Arrange: GARM (or something in its place) answers 301 with an empty body.
 
@@ -766,3 +771,478 @@ def test_an_untrusted_certificate_is_an_outage_on_both_transports(
         client.delete_scaleset(1)
 
     assert untrusted_https_server.log == []
+
+
+# One transport: what every call shares -------------------------------------------------------
+
+PKCS1 = b"-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\n"
+SCALESET = {"id": 8, "name": "s", "repo_id": REPO_ID, "repo_name": "fake-org/fake-repo"}
+CREATE = ScaleSetCreate(
+    name="s", provider_name="p", image="i", flavor="f", labels=("x",), max_runners=1
+)
+REPO, ORG, ENTERPRISE = EntityKind.REPOSITORY, EntityKind.ORGANIZATION, EntityKind.ENTERPRISE
+
+# Every public call of GarmClient: (method name, call, HTTP method, path, what GARM answers).
+CALLS: list[tuple[str, Callable[[GarmClient], object], str, str, object]] = [
+    ("first_run", lambda c: c.first_run("admin", "a@b.c", "pw"), "POST", "/first-run", {}),
+    ("login", lambda c: c.login("admin", "pw"), "POST", "/auth/login", {"token": "t"}),
+    ("controller_info", lambda c: c.controller_info(), "GET", "/controller-info", {}),
+    (
+        "update_controller",
+        lambda c: c.update_controller(metadata_url="http://m", ca_cert_bundle=b""),
+        "PUT",
+        "/controller",
+        {},
+    ),
+    ("metrics_token", lambda c: c.metrics_token(), "GET", "/metrics-token", {"token": "m"}),
+    ("list_providers", lambda c: c.list_providers(), "GET", "/providers", []),
+    ("list_github_endpoints", lambda c: c.list_github_endpoints(), "GET", "/github/endpoints", []),
+    (
+        "create_github_endpoint",
+        lambda c: c.create_github_endpoint(
+            "ghes", base_url="https://g", api_base_url="https://g/api", upload_base_url="https://u"
+        ),
+        "POST",
+        "/github/endpoints",
+        {},
+    ),
+    (
+        "list_github_credentials",
+        lambda c: c.list_github_credentials(),
+        "GET",
+        "/github/credentials",
+        None,
+    ),
+    (
+        "create_github_app_credentials",
+        lambda c: c.create_github_app_credentials(
+            "app", endpoint="github.com", app_id=1, installation_id=2, private_key_pem=PKCS1
+        ),
+        "POST",
+        "/github/credentials",
+        {},
+    ),
+    (
+        "update_github_app_credentials",
+        lambda c: c.update_github_app_credentials(
+            3, app_id=1, installation_id=2, private_key_pem=PKCS1
+        ),
+        "PUT",
+        "/github/credentials/3",
+        {},
+    ),
+    (
+        "delete_github_credentials",
+        lambda c: c.delete_github_credentials(3),
+        "DELETE",
+        "/github/credentials/3",
+        "",
+    ),
+    ("list_entities", lambda c: c.list_entities(REPO), "GET", "/repositories", []),
+    ("list_entities", lambda c: c.list_entities(ORG), "GET", "/organizations", []),
+    ("list_entities", lambda c: c.list_entities(ENTERPRISE), "GET", "/enterprises", []),
+    (
+        "create_repository",
+        lambda c: c.create_repository("o", "r", credentials_name="c", webhook_secret="w"),
+        "POST",
+        "/repositories",
+        {},
+    ),
+    (
+        "create_organization",
+        lambda c: c.create_organization("o", credentials_name="c", webhook_secret="w"),
+        "POST",
+        "/organizations",
+        {},
+    ),
+    (
+        "update_entity_credentials",
+        lambda c: c.update_entity_credentials(REPO, "r1", "c"),
+        "PUT",
+        "/repositories/r1",
+        {},
+    ),
+    (
+        "update_entity_credentials",
+        lambda c: c.update_entity_credentials(ORG, "o1", "c"),
+        "PUT",
+        "/organizations/o1",
+        {},
+    ),
+    (
+        "update_entity_credentials",
+        lambda c: c.update_entity_credentials(ENTERPRISE, "e1", "c"),
+        "PUT",
+        "/enterprises/e1",
+        {},
+    ),
+    ("delete_entity", lambda c: c.delete_entity(REPO, "r1"), "DELETE", "/repositories/r1", ""),
+    ("delete_entity", lambda c: c.delete_entity(ORG, "o1"), "DELETE", "/organizations/o1", ""),
+    (
+        "delete_entity",
+        lambda c: c.delete_entity(ENTERPRISE, "e1"),
+        "DELETE",
+        "/enterprises/e1",
+        "",
+    ),
+    ("list_templates", lambda c: c.list_templates(), "GET", "/templates", []),
+    ("get_template", lambda c: c.get_template(7), "GET", "/templates/7", {}),
+    ("create_template", lambda c: c.create_template("t", data=b"#!"), "POST", "/templates", {}),
+    ("update_template", lambda c: c.update_template(7, data=b"#!"), "PUT", "/templates/7", {}),
+    ("delete_template", lambda c: c.delete_template(7), "DELETE", "/templates/7", ""),
+    ("list_scalesets", lambda c: c.list_scalesets(), "GET", "/scalesets", []),
+    ("get_scaleset", lambda c: c.get_scaleset(8), "GET", "/scalesets/8", SCALESET),
+    (
+        "create_scaleset",
+        lambda c: c.create_scaleset(REPO, "r1", CREATE),
+        "POST",
+        "/repositories/r1/scalesets",
+        SCALESET,
+    ),
+    (
+        "create_scaleset",
+        lambda c: c.create_scaleset(ORG, "o1", CREATE),
+        "POST",
+        "/organizations/o1/scalesets",
+        SCALESET,
+    ),
+    (
+        "create_scaleset",
+        lambda c: c.create_scaleset(ENTERPRISE, "e1", CREATE),
+        "POST",
+        "/enterprises/e1/scalesets",
+        SCALESET,
+    ),
+    (
+        "update_scaleset",
+        lambda c: c.update_scaleset(8, ScaleSetUpdate(enabled=False)),
+        "PUT",
+        "/scalesets/8",
+        SCALESET,
+    ),
+    ("delete_scaleset", lambda c: c.delete_scaleset(8), "DELETE", "/scalesets/8", ""),
+    (
+        "list_scaleset_instances",
+        lambda c: c.list_scaleset_instances(8),
+        "GET",
+        "/scalesets/8/instances",
+        [],
+    ),
+    ("list_instances", lambda c: c.list_instances(), "GET", "/instances", []),
+    ("delete_instance", lambda c: c.delete_instance("r-1"), "DELETE", "/instances/r-1", ""),
+]
+
+
+def answer_with(server: HTTPServer, method: str, path: str, answer: object) -> None:
+    """Answer `method /api/v1<path>` with `answer` as JSON ("" for an empty body)."""
+    handler = server.expect_request(f"/api/v1{path}", method=method)
+    if answer == "":
+        handler.respond_with_data("", content_type="application/json")
+    else:
+        handler.respond_with_json(answer)
+
+
+def test_the_table_names_every_call_of_the_client():
+    """Arrange: GarmClient's public methods. Act: compare with CALLS.
+
+    Assert: every method is in the table, so a new call cannot skip the test below.
+    """
+    public = {
+        name
+        for name, member in vars(GarmClient).items()
+        if callable(member) and not name.startswith("_")
+    }
+
+    assert {row[0] for row in CALLS} == public
+
+
+@pytest.mark.parametrize(
+    ("call", "method", "path", "answer"),
+    [row[1:] for row in CALLS],
+    ids=[f"{row[0]}:{row[2]} {row[3]}" for row in CALLS],
+)
+def test_every_call_resolves_its_operation_and_reaches_garm(
+    httpserver: HTTPServer,
+    client: GarmClient,
+    call: Callable[[GarmClient], object],
+    method: str,
+    path: str,
+    answer: object,
+):
+    """Arrange: GARM answering the call's request, and nothing else.
+
+    Act: make the call.
+    Assert: it ran (its generated API class, operation and request model resolved and accepted
+    the arguments) and GARM received exactly that one request, with the token.
+    """
+    answer_with(httpserver, method, path, answer)
+
+    call(client)
+
+    (request, response), *others = httpserver.log
+    assert (request.method, request.path, response.status_code) == (method, f"/api/v1{path}", 200)
+    assert others == []
+    assert request.headers["Authorization"] == f"Bearer {TOKEN}"
+
+
+@pytest.fixture
+def issuer() -> Issuer:
+    """A CA that GARM's certificate chains to, as the certificates relation's CA."""
+    return Issuer()
+
+
+@pytest.fixture
+def https_garm(tmp_path: Path, issuer: Issuer) -> Iterator[HTTPServer]:
+    """GARM over HTTPS on 127.0.0.1 with a certificate `issuer` signed for it."""
+    assert issuer.ca is not None
+    key = PrivateKey.generate()
+    names = CertificateRequestAttributes(
+        common_name="localhost", sans_dns=("localhost",), sans_ip=("127.0.0.1",)
+    )
+    csr = CertificateSigningRequest.generate(names, key)
+    certificate = Certificate.generate(csr, issuer.ca, issuer.ca_key, datetime.timedelta(days=1))
+    server = HTTPServer(
+        host="127.0.0.1", ssl_context=server_context(str(certificate), str(key), tmp_path)
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_both_paths_trust_the_relations_ca(https_garm: HTTPServer, issuer: Issuer):
+    """Arrange: GARM over HTTPS, its certificate signed by the relation's CA.
+
+    Act: list scale sets (built here) and delete one (a generated operation), trusting that CA.
+    Assert: both reach GARM, over HTTPS.
+    """
+    answer_with(https_garm, "GET", "/scalesets", [])
+    answer_with(https_garm, "DELETE", "/scalesets/1", "")
+    client = GarmClient(https_garm.url_for("/").rstrip("/"), token=TOKEN, ca_cert=issuer.ca_pem)
+
+    listed = client.list_scalesets()
+    client.delete_scaleset(1)
+
+    assert listed == []
+    assert [(r.method, r.scheme, r.path) for r, _ in https_garm.log] == [
+        ("GET", "https", "/api/v1/scalesets"),
+        ("DELETE", "https", "/api/v1/scalesets/1"),
+    ]
+
+
+def test_both_paths_trust_only_the_relations_ca(https_garm: HTTPServer):
+    """Arrange: GARM over HTTPS; the client is given another CA than the one that signed it.
+
+    Act: list scale sets (built here) and delete one (a generated operation).
+    Assert: both GarmUnreachable naming the call, and GARM never saw a request.
+    """
+    answer_with(https_garm, "GET", "/scalesets", [])
+    answer_with(https_garm, "DELETE", "/scalesets/1", "")
+    other_ca = Issuer().ca_pem
+    client = GarmClient(https_garm.url_for("/").rstrip("/"), token=TOKEN, ca_cert=other_ca)
+
+    with pytest.raises(GarmUnreachable, match=r"list scale sets: .*CERTIFICATE_VERIFY_FAILED"):
+        client.list_scalesets()
+    with pytest.raises(GarmUnreachable, match=r"delete scale set: .*CERTIFICATE_VERIFY_FAILED"):
+        client.delete_scaleset(1)
+
+    assert https_garm.log == []
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind"),
+    [
+        (301, "", GarmUnreachable),
+        (400, '{"error": "Bad Request", "details": "invalid request"}', GarmBadRequest),
+        (401, "Unauthorized", GarmUnauthorized),
+        (404, '{"error": "Not Found", "details": "no such scale set"}', GarmNotFound),
+        (409, '{"error": "init_required", "details": "Missing superuser"}', GarmNotInitialised),
+        (409, '{"error": "urls_required", "details": "Missing URLs"}', GarmUrlsRequired),
+        (409, '{"error": "Conflict", "details": "duplicate"}', GarmConflict),
+        (418, "", GarmApiError),
+        (500, '{"error": "Internal Server Error", "details": ""}', GarmServerError),
+        (502, "Bad Gateway", GarmServerError),
+        (200, "<html>proxy error</html>", garm_api.WireFormatError),
+    ],
+)
+def test_both_paths_read_every_answer_alike(
+    httpserver: HTTPServer, client: GarmClient, status: int, body: str, kind: type[Exception]
+):
+    """Arrange: GARM answering a read built here and a generated write with the same answer.
+
+    Act: get template 7 (built here) and delete it (a generated operation).
+    Assert: the same error type, status, title and details from both, each naming its call.
+    """
+    for method in ("GET", "DELETE"):
+        httpserver.expect_request("/api/v1/templates/7", method=method).respond_with_data(
+            body, status=status, headers={"Location": "http://elsewhere.invalid/"}
+        )
+    raised: list[Exception] = []
+
+    for call in (lambda: client.get_template(7), lambda: client.delete_template(7)):
+        with pytest.raises(kind) as error:
+            call()
+        raised.append(error.value)
+
+    read, write = raised
+    assert type(read) is type(write) is kind
+    fields = ("status", "error", "details")
+    assert [getattr(read, f, None) for f in fields] == [getattr(write, f, None) for f in fields]
+    assert str(read).startswith("get template: ")
+    assert str(write).startswith("delete template: ")
+
+
+def test_both_paths_wait_the_read_timeout(httpserver: HTTPServer):
+    """Arrange: GARM that answers neither a read nor a write until the test lets it.
+
+    Act: list scale sets (built here), then delete one (a generated operation).
+    Assert: both GarmUnreachable naming a timeout: only the client's read timeout can have
+    ended them (GARM was held until after the calls).
+    """
+    release = threading.Event()
+
+    def held(_: Request) -> Response:
+        release.wait(10)
+        return Response("[]", content_type="application/json")
+
+    httpserver.expect_request("/api/v1/scalesets").respond_with_handler(held)
+    httpserver.expect_request("/api/v1/scalesets/1").respond_with_handler(held)
+    client = GarmClient(httpserver.url_for("/").rstrip("/"), token=TOKEN, read_timeout=0.2)
+
+    try:
+        with pytest.raises(GarmUnreachable, match=r"list scale sets: .*timed out"):
+            client.list_scalesets()
+        with pytest.raises(GarmUnreachable, match=r"delete scale set: .*timed out"):
+            client.delete_scaleset(1)
+    finally:
+        release.set()
+        # The held requests end after the calls; wait, so they never reach the next test's log.
+        deadline = time.monotonic() + 10
+        while len(httpserver.log) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def test_a_write_after_login_carries_the_new_token(httpserver: HTTPServer):
+    """Arrange: a client without a token; GARM answers login, a write and a read.
+
+    Act: delete a scale set before logging in, log in, delete again and list.
+    Assert: no Authorization before login; after it, the write and the read carry its token.
+    """
+    httpserver.expect_request("/api/v1/auth/login", method="POST").respond_with_json(
+        {"token": "new.jwt.token"}
+    )
+    answer_with(httpserver, "DELETE", "/scalesets/1", "")
+    answer_with(httpserver, "GET", "/scalesets", [])
+    client = GarmClient(httpserver.url_for("/").rstrip("/"))
+
+    client.delete_scaleset(1)
+    client.login("admin", "pw")
+    client.delete_scaleset(1)
+    client.list_scalesets()
+
+    sent = [request.headers.get("Authorization") for request, _ in httpserver.log]
+    assert sent == [None, None, "Bearer new.jwt.token", "Bearer new.jwt.token"]
+    assert client.token == "new.jwt.token"
+
+
+@pytest.mark.parametrize(
+    ("call", "method", "path", "answer", "problem"),
+    [
+        (lambda c: c.list_scalesets(), "GET", "/scalesets", {}, "list scale sets: expected a"),
+        (lambda c: c.get_scaleset(8), "GET", "/scalesets/8", [], "get scale set: expected a"),
+        (
+            lambda c: c.update_scaleset(8, ScaleSetUpdate(enabled=True)),
+            "PUT",
+            "/scalesets/8",
+            {"id": 8},
+            "update scale set: scale set 8 names no repository",
+        ),
+        (lambda c: c.metrics_token(), "GET", "/metrics-token", {}, "metrics-token: answered"),
+    ],
+    ids=["read-object-for-list", "write-list-for-object", "write-no-entity", "write-no-token"],
+)
+def test_an_unreadable_answer_names_the_call_on_both_paths(
+    httpserver: HTTPServer,
+    client: GarmClient,
+    call: Callable[[GarmClient], object],
+    method: str,
+    path: str,
+    answer: object,
+    problem: str,
+):
+    """Arrange: GARM answering 200 with a body the call cannot read.
+
+    Act: make the call. Assert: WireFormatError whose operation is the call, once in its text.
+    """
+    answer_with(httpserver, method, path, answer)
+
+    with pytest.raises(garm_api.WireFormatError) as raised:
+        call(client)
+
+    assert str(raised.value).startswith(problem)
+    assert raised.value.operation == problem.split(":", maxsplit=1)[0]
+    assert str(raised.value).count(raised.value.operation) == 1
+
+
+def test_one_debug_line_per_call_without_bodies_or_tokens(
+    httpserver: HTTPServer, caplog: pytest.LogCaptureFixture
+):
+    """Arrange: GARM answering login, a write carrying a secret, and a refused read.
+
+    Act: log in, create a repository, get a scale set GARM does not have; capture every log.
+    Assert: one debug line per call naming the call, method, path and status; no password,
+    token or webhook secret anywhere in the log.
+    """
+    password, token, secret = "S3cret-Pa55word", "header.payload.sig", "webhook-S3cret"
+    httpserver.expect_request("/api/v1/auth/login", method="POST").respond_with_json(
+        {"token": token}
+    )
+    answer_with(httpserver, "POST", "/repositories", {"id": "r1", "name": "r", "owner": "o"})
+    httpserver.expect_request("/api/v1/scalesets/9").respond_with_json(
+        {"error": "Not Found", "details": "no such scale set"}, status=404
+    )
+    client = GarmClient(httpserver.url_for("/").rstrip("/"))
+    caplog.set_level(logging.DEBUG)
+
+    client.login("admin", password)
+    client.create_repository("o", "r", credentials_name="c", webhook_secret=secret)
+    with pytest.raises(GarmNotFound):
+        client.get_scaleset(9)
+
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("garm_api")]
+    assert lines == [
+        "GARM login: POST /api/v1/auth/login: HTTP 200",
+        "GARM create repository: POST /api/v1/repositories: HTTP 200",
+        "GARM get scale set: GET /api/v1/scalesets/9: HTTP 404",
+    ]
+    everything = caplog.text + "".join(r.getMessage() for r in caplog.records)
+    assert not [s for s in (password, token, secret) if s in everything]
+
+
+def test_a_write_loads_only_its_generated_api_class(httpserver: HTTPServer):
+    """Arrange: GARM answering a scale-set delete; a fresh interpreter.
+
+    Act: delete a scale set. Assert: of the generated API classes only `scalesets_api` was
+    loaded.
+    """
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    answer_with(httpserver, "DELETE", "/scalesets/1", "")
+    code = (
+        "import sys, garm_api\n"
+        f"client = garm_api.GarmClient({httpserver.url_for('/').rstrip('/')!r}, token='t')\n"
+        "client.delete_scaleset(1)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('garm_client.api.')))\n"
+    )
+
+    output = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(garm_api.__file__).parents[1],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    assert output.strip() == "['garm_client.api.scalesets_api']"
