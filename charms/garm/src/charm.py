@@ -36,6 +36,7 @@ from garm_api import (
     GarmUnreachable,
     WireFormatError,
 )
+from juju_secrets import JujuSecretStore
 from reconcile.bootstrap import (
     BootstrapError,
     BootstrapSecrets,
@@ -70,28 +71,6 @@ logger = logging.getLogger(__name__)
 CONFIGURATOR_RELATION = "garm-configurator"
 CERTIFICATE_AWAITED = "waiting for a certificate (GARM serves plain HTTP)"
 PEER_RELATION = "garm-peers"
-
-
-class JujuSecretStore:
-    """Bootstrap secrets as app-owned Juju secrets, found by label."""
-
-    def __init__(self, model: ops.Model) -> None:
-        self._model = model
-
-    def get(self, label: str) -> Mapping[str, str] | None:
-        """The secret's latest content (a rotation may have just added a revision), or None."""
-        try:
-            return self._model.get_secret(label=label).get_content(refresh=True)
-        except (ops.SecretNotFoundError, ops.ModelError):
-            return None
-
-    def create(self, label: str, content: Mapping[str, str]) -> None:
-        """Create an app-owned secret (the leader's job)."""
-        self._model.app.add_secret(dict(content), label=label, description="GARM bootstrap")
-
-    def update(self, label: str, content: Mapping[str, str]) -> None:
-        """Add a revision to an app-owned secret (the leader's job)."""
-        self._model.get_secret(label=label).set_content(dict(content))
 
 
 class ReconcileTickEvent(ops.EventBase):
