@@ -18,10 +18,10 @@ from pathlib import Path
 
 import ops
 
+import charm_status
 from charm_config import (
     POSTGRESQL,
     SQLITE,
-    SWITCH_HOWTO,
     CharmConfig,
     InvalidConfigError,
     backend_switch_problem,
@@ -32,13 +32,11 @@ from garm_api import (
     GarmClient,
     GarmError,
     GarmNotInitialised,
-    GarmServerError,
     GarmUnreachable,
     WireFormatError,
 )
 from juju_secrets import JujuSecretStore
 from reconcile.bootstrap import (
-    BootstrapError,
     BootstrapSecrets,
     ControllerUrls,
     bootstrap,
@@ -54,22 +52,20 @@ from reconcile.provider_retention import retained_providers, retention_message
 from relations import certificates as garm_tls
 from relations import cos_agent, debug_ssh
 from relations.configurators import read_configurators
-from relations.database import Database, DatabaseState, DatabaseStatus
+from relations.database import Database, DatabaseState
 from relations.debug_ssh import DebugSsh, read_debug_ssh
-from relations.service_handover import HostClaim, Verdict, decide, reports_running, running_flag
+from relations.service_handover import HostClaim, decide, reports_running, running_flag
 from scaleset_reconciler import ReconcileSettings
-from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
-from workload.host import ResourceError, WorkloadError
+from workload.host import WorkloadError
 from workload.machine import Workload
 from workload.releases import GARM_RESOURCE, PROVIDER_RESOURCE
 from workload.tick import ReconcileTick, TickError, TickSchedule
-from workload.version import garm_built_after_v0_2_1, garm_version_supports_postgresql
+from workload.version import garm_built_after_v0_2_1
 
 logger = logging.getLogger(__name__)
 
 CONFIGURATOR_RELATION = "garm-configurator"
-CERTIFICATE_AWAITED = "waiting for a certificate (GARM serves plain HTTP)"
 PEER_RELATION = "garm-peers"
 
 
@@ -147,7 +143,7 @@ class GarmCharm(ops.CharmBase):
     # The reconcile ------------------------------------------------------------------------
 
     def _reconcile(self, _: ops.EventBase) -> None:
-        self._status = _bounded(self._reconcile_unit())
+        self._status = charm_status.bounded(self._reconcile_unit())
         logger.info("reconcile: %s %s", self._status.name, self._status.message)
         self._publish_cos_agent()
         self._schedule_tick()
@@ -160,7 +156,7 @@ class GarmCharm(ops.CharmBase):
         try:
             config = parse_config(self.config)
         except InvalidConfigError as error:
-            return ops.BlockedStatus(str(error))
+            return charm_status.invalid_config(error)
         self._open_api_port(config.port if self.unit.is_leader() else None)
         proxy = ProxyConfig.from_environment(os.environ)
         problem = self._install(proxy)
@@ -169,7 +165,7 @@ class GarmCharm(ops.CharmBase):
         version = self._workload.version()
         self.unit.set_workload_version(version)
         if not self.unit.is_leader():
-            return self._stand_by()
+            return charm_status.standing_by(self._database.state())
         return self._run_garm(config, proxy, version)
 
     def _open_api_port(self, port: int | None) -> None:
@@ -223,26 +219,16 @@ class GarmCharm(ops.CharmBase):
             self._workload.install(
                 self._resource(GARM_RESOURCE), self._resource(PROVIDER_RESOURCE), proxy
             )
-        except ResourceError as error:
-            return ops.BlockedStatus(str(error))
         except WorkloadError as error:
-            return ops.BlockedStatus(f"install failed: {error}")
+            return charm_status.install_failed(error)
         return None
-
-    def _stand_by(self) -> ops.StatusBase:
-        """Non-leaders never run GARM: two GARMs on one database would fight over runners."""
-        if self._database.state().status is DatabaseStatus.ABSENT:
-            return ops.BlockedStatus(
-                "standby, but SQLite cannot be shared: relate PostgreSQL or remove this unit"
-            )
-        return ops.ActiveStatus("standby: the leader runs GARM")
 
     def _run_garm(self, config: CharmConfig, proxy: ProxyConfig, version: str) -> ops.StatusBase:
         creds = ensure_secrets(self._secrets)
         if creds is None:
-            return ops.WaitingStatus("created GARM's secrets; GARM is configured at the next hook")
+            return charm_status.secrets_created()
         database = self._database.state()
-        unusable = _database_unusable(database, version)
+        unusable = charm_status.database_unusable(database, version)
         if unusable is not None:
             return unusable
         tls = self._certificates.tls_files()
@@ -250,8 +236,7 @@ class GarmCharm(ops.CharmBase):
         backend = POSTGRESQL if database.postgres is not None else SQLITE
         problem = self._backend_problem(backend, client, creds)
         if problem is not None:
-            logger.warning("%s; how to switch GARM's database: %s", problem, SWITCH_HOWTO)
-            return ops.BlockedStatus(problem)
+            return charm_status.backend_switch_refused(problem)
         handover = self._take_over(sqlite=backend == SQLITE)
         if handover is not None:
             return handover
@@ -266,24 +251,12 @@ class GarmCharm(ops.CharmBase):
         )
         if status is not None:
             return status
-        return self._certificate_awaited(
-            self._reconcile_objects(client, config, desired, garm_config), tls
+        return charm_status.certificate_awaited(
+            self._reconcile_objects(client, config, desired, garm_config),
+            serving_tls=tls is not None,
+            requested=self._certificates.requested(),
+            refusal=self._certificates.refusal,
         )
-
-    def _certificate_awaited(self, status: ops.StatusBase, tls: TlsFiles | None) -> ops.StatusBase:
-        """`status`, unless a certificate is asked for and GARM still serves plain HTTP.
-
-        Then an Active status says so, and a refusal by the CA is Blocked: GARM works, but not
-        as the operator asked, so it must not look fine. Other statuses say more urgent things.
-        """
-        if tls is not None or not self._certificates.requested():
-            return status
-        if not isinstance(status, ops.ActiveStatus):
-            return status
-        refusal = self._certificates.refusal()
-        if refusal:
-            return ops.BlockedStatus(refusal)
-        return ops.ActiveStatus(fit([CERTIFICATE_AWAITED, status.message], "; "))
 
     def _start(
         self, client: GarmClient, garm_config: GarmConfig, backend: str
@@ -292,11 +265,11 @@ class GarmCharm(ops.CharmBase):
         try:
             started = self._workload.apply(garm_config)
         except WorkloadError as error:
-            return ops.BlockedStatus(f"cannot run GARM: {error}")
+            return charm_status.not_started(error)
         self._workload.record_backend(backend)
         self._publish_running(True)
         if started and not wait_until_serving(client):
-            return ops.WaitingStatus("waiting for GARM to start")
+            return charm_status.starting()
         return None
 
     def _reconcile_objects(
@@ -313,14 +286,8 @@ class GarmCharm(ops.CharmBase):
             )
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
         except (GarmError, WorkloadError) as error:
-            return _interrupted(error)
-        if outcome.blocked:
-            return ops.BlockedStatus(outcome.blocked)
-        if outcome.retrying:
-            return ops.WaitingStatus(outcome.retrying)
-        if outcome.waiting and not desired.specs:
-            return ops.WaitingStatus(fit([outcome.waiting, kept], "; "))
-        return ops.ActiveStatus(fit([outcome.active, outcome.waiting, kept], "; "))
+            return charm_status.interrupted(error)
+        return charm_status.objects_reconciled(outcome, kept, has_specs=bool(desired.specs))
 
     def _release_unused_providers(self, garm: GarmConfig, in_use: Mapping[str, int]) -> str:
         """Drop kept providers GARM has no scale set on any more (one restart); say who stays.
@@ -407,13 +374,11 @@ class GarmCharm(ops.CharmBase):
         )
         if decision.claim != claim:
             peers.data[self.app].update(decision.claim.as_app_data())
-        if decision.verdict is Verdict.RUN:
-            return None
-        self._workload.stop()
-        self._publish_running(False)
-        if decision.verdict is Verdict.WAIT:
-            return ops.WaitingStatus(decision.message)
-        return ops.BlockedStatus(decision.message)
+        status = charm_status.handed_over(decision)
+        if status is not None:
+            self._workload.stop()
+            self._publish_running(False)
+        return status
 
     def _publish_running(self, running: bool) -> None:
         """Tell the other units whether this one runs GARM."""
@@ -433,18 +398,8 @@ class GarmCharm(ops.CharmBase):
         )
         try:
             bootstrap(client, creds, urls)
-        except GarmUnreachable:
-            return ops.WaitingStatus("waiting for GARM to start")
-        except BootstrapError as error:
-            return ops.BlockedStatus(str(error))
-        except (GarmServerError, WireFormatError) as error:
-            return _interrupted(error)
-        except GarmApiError as error:
-            logger.warning("GARM refused its bootstrap: %s", error)
-            return ops.BlockedStatus(
-                f"GARM refused its bootstrap ({error.operation}, HTTP {error.status}): "
-                "see juju debug-log"
-            )
+        except charm_status.BOOTSTRAP_FAILURES as error:
+            return charm_status.bootstrap_failed(error)
         return None
 
     def _keep_metrics_token(
@@ -462,7 +417,7 @@ class GarmCharm(ops.CharmBase):
         try:
             token = client.metrics_token()
         except GarmUnreachable as error:
-            return _interrupted(error)
+            return charm_status.interrupted(error)
         except (GarmApiError, WireFormatError) as error:
             logger.warning("no metrics token for the scrape (retried at the next hook): %s", error)
             return None
@@ -613,56 +568,6 @@ def utc_now() -> datetime.datetime:
     deadline compare against this one.
     """
     return datetime.datetime.now(datetime.UTC)
-
-
-def _interrupted(error: GarmError | WorkloadError) -> ops.StatusBase:
-    """The status of a reconcile that stopped half-way; the next hook takes it up again."""
-    logger.warning("reconcile stopped: %s", error)
-    if isinstance(error, GarmUnreachable):
-        return ops.WaitingStatus("GARM stopped answering; retrying at the next hook")
-    if isinstance(error, GarmServerError):
-        return ops.WaitingStatus(
-            f"GARM failed {error.operation} (HTTP {error.status}); retrying at the next hook"
-        )
-    if isinstance(error, WireFormatError):
-        return ops.WaitingStatus(
-            f"GARM answered {error.operation or 'a call'} with an unreadable body; "
-            "retrying at the next hook"
-        )
-    if isinstance(error, WorkloadError):
-        return ops.BlockedStatus(f"cannot run GARM: {error}")
-    if isinstance(error, GarmApiError):
-        return ops.BlockedStatus(
-            f"GARM refused {error.operation} (HTTP {error.status}): see juju debug-log"
-        )
-    return ops.BlockedStatus(f"GARM's answer was not understood: {error}")
-
-
-def _bounded(status: ops.StatusBase) -> ops.StatusBase:
-    """Every status fits `juju status` (120 characters); a longer text is logged in full."""
-    if len(status.message) <= STATUS_LIMIT:
-        return status
-    logger.info("status in full: %s", status.message)
-    return ops.StatusBase.from_name(status.name, cut(status.message, STATUS_LIMIT))
-
-
-def _database_unusable(database: DatabaseState, version: str) -> ops.StatusBase | None:
-    """Why GARM cannot run on the related database yet, or None.
-
-    Checked before anything is rendered, so a running GARM keeps its current backend.
-    """
-    if database.status is DatabaseStatus.PENDING:
-        return ops.WaitingStatus("waiting for the database relation to share credentials")
-    if database.status is DatabaseStatus.INVALID:
-        return ops.BlockedStatus(
-            f"database: {database.problem}; fix the PostgreSQL endpoint or remove the relation"
-        )
-    if database.postgres is not None and garm_version_supports_postgresql(version) is False:
-        return ops.BlockedStatus(
-            f"database: GARM {version} has no PostgreSQL backend; attach a garm-binary "
-            "built after v0.2.1 or remove the relation"
-        )
-    return None
 
 
 def _garm_has_objects(client: GarmClient, creds: BootstrapSecrets) -> bool | None:
