@@ -23,9 +23,9 @@ from charm_config import (
     POSTGRESQL,
     SQLITE,
     CharmConfig,
+    CharmState,
     InvalidConfigError,
     backend_switch_problem,
-    parse_config,
 )
 from garm_api import (
     GarmApiError,
@@ -90,6 +90,9 @@ class GarmCharm(ops.CharmBase):
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
         self._stored.set_default(debug_ssh={})
+        # What this hook read from Juju, once: the state, or why the config is invalid.
+        self._snapshot: CharmState | InvalidConfigError | None = None
+        self._unit_address: str | None = None
         self._workload = Workload()
         self._tick = ReconcileTick()
         self._secrets = JujuSecretStore(self.model)
@@ -135,38 +138,41 @@ class GarmCharm(ops.CharmBase):
     def _certificate_names(self) -> garm_tls.CertificateNames | None:
         """What GARM's certificate must cover; None while the config is invalid (it blocks)."""
         try:
-            config = parse_config(self.config)
+            state = self._state()
         except InvalidConfigError:
             return None
-        return garm_tls.certificate_names(config.external_url, self._address())
+        return garm_tls.certificate_names(state.config.external_url, self._address())
 
     # The reconcile ------------------------------------------------------------------------
 
     def _reconcile(self, _: ops.EventBase) -> None:
-        self._status = charm_status.bounded(self._reconcile_unit())
-        logger.info("reconcile: %s %s", self._status.name, self._status.message)
-        self._publish_cos_agent()
-        self._schedule_tick()
-
-    def _reconcile_unit(self) -> ops.StatusBase:
         if not self.unit.is_leader():
             # First, whatever else fails: a former leader must not keep GARM running.
             self._workload.stop()
             self._publish_running(False)
         try:
-            config = parse_config(self.config)
+            state = self._state()
         except InvalidConfigError as error:
-            return charm_status.invalid_config(error)
-        self._open_api_port(config.port if self.unit.is_leader() else None)
-        proxy = ProxyConfig.from_environment(os.environ)
-        problem = self._install(proxy)
+            state, status = None, charm_status.invalid_config(error)
+        else:
+            status = self._reconcile_unit(state)
+        self._status = charm_status.bounded(status)
+        logger.info("reconcile: %s %s", self._status.name, self._status.message)
+        if state is not None:
+            # A bad config leaves what was published and scheduled as it is until it is fixed.
+            self._publish_cos_agent(state)
+            self._schedule_tick(state)
+
+    def _reconcile_unit(self, state: CharmState) -> ops.StatusBase:
+        self._open_api_port(state.config.port if state.leader else None)
+        problem = self._install(state.proxy)
         if problem is not None:
             return problem
         version = self._workload.version()
         self.unit.set_workload_version(version)
-        if not self.unit.is_leader():
+        if not state.leader:
             return charm_status.standing_by(self._database.state())
-        return self._run_garm(config, proxy, version)
+        return self._run_garm(state.config, state.proxy, version)
 
     def _open_api_port(self, port: int | None) -> None:
         """Open GARM's API port where GARM runs (the leader), so `juju expose` reaches it.
@@ -178,33 +184,25 @@ class GarmCharm(ops.CharmBase):
         except ops.ModelError as error:
             logger.warning("could not open GARM's port (retried at the next hook): %s", error)
 
-    def _publish_cos_agent(self) -> None:
+    def _publish_cos_agent(self, state: CharmState) -> None:
         """Tell COS what to scrape and alert on; a failure here never touches GARM's reconcile."""
-        try:
-            port = parse_config(self.config).port
-        except InvalidConfigError:
-            return  # the status names the option; what was published stays until it is fixed
         try:
             cos_agent.publish(
                 self,
-                port=port,
-                runs_garm=self.unit.is_leader(),
+                port=state.config.port,
+                runs_garm=state.leader,
                 tls=self._certificates.tls_files() is not None,
             )
         except (ops.ModelError, OSError, ValueError) as error:
             logger.warning("cos-agent data not published (retried at the next hook): %s", error)
 
-    def _schedule_tick(self) -> None:
+    def _schedule_tick(self, state: CharmState) -> None:
         """Keep the reconcile tick on the leader at `reconcile-interval`; nowhere else.
 
-        A bad config leaves the timer as it is (nothing changes until the value is fixed); a
-        systemd failure is logged and retried at the next hook, which reconciles anyway.
+        A systemd failure is logged and retried at the next hook, which reconciles anyway.
         """
-        try:
-            interval = parse_config(self.config).reconcile_interval
-        except InvalidConfigError:
-            return
-        if not self.unit.is_leader() or not interval:
+        interval = state.config.reconcile_interval
+        if not state.leader or not interval:
             self._tick.remove()
             return
         try:
@@ -440,11 +438,11 @@ class GarmCharm(ops.CharmBase):
             )
             return
         try:
-            config = parse_config(self.config)
+            state = self._state()
         except InvalidConfigError as error:
             event.fail(str(error))
             return
-        url = _public_url(config, self._address(), self._certificates.tls_files())
+        url = _public_url(state.config, self._address(), self._certificates.tls_files())
         event.set_results(
             {"username": creds.admin_username, "password": creds.admin_password, "url": url}
         )
@@ -458,7 +456,7 @@ class GarmCharm(ops.CharmBase):
             event.fail("GARM is not bootstrapped yet")
             return
         try:
-            config = parse_config(self.config)
+            config = self._state().config
             client = _local_client(config, self._certificates.tls_files())
             client.login(creds.admin_username, creds.admin_password)
             listing = list_scalesets(
@@ -526,9 +524,29 @@ class GarmCharm(ops.CharmBase):
         except (ops.ModelError, NameError):
             return None
 
+    def _state(self) -> CharmState:
+        """This hook's validated config and leadership, read and checked once.
+
+        Raises:
+            InvalidConfigError: an option has a value the charm cannot use (every time asked).
+        """
+        if self._snapshot is None:
+            try:
+                self._snapshot = CharmState.from_juju(
+                    self.config, leader=self.unit.is_leader(), environ=os.environ
+                )
+            except InvalidConfigError as error:
+                self._snapshot = error
+        if isinstance(self._snapshot, InvalidConfigError):
+            raise self._snapshot
+        return self._snapshot
+
     def _address(self) -> str:
-        address = self.model.get_binding(CONFIGURATOR_RELATION).network.ingress_address
-        return str(address) if address is not None else "127.0.0.1"
+        """The unit's address (a hook tool call, made once)."""
+        if self._unit_address is None:
+            address = self.model.get_binding(CONFIGURATOR_RELATION).network.ingress_address
+            self._unit_address = str(address) if address is not None else "127.0.0.1"
+        return self._unit_address
 
 
 def _local_client(config: CharmConfig, tls: TlsFiles | None) -> GarmClient:
