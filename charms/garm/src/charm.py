@@ -2,100 +2,50 @@
 """Charm entry point for garm: every event leads to one holistic reconcile.
 
 Only the leader runs GARM (docs/adr/0003-leader-runs-garm.md); other units install the binaries
-and stand by. The reconcile derives everything from config, relations, Juju secrets and what
-GARM answers, so any event can run it and a repeated run changes nothing.
+and stand by. A hook reads the config once (`CharmState`) and hands it to the reconcile
+(`charm_reconcile`), which derives everything from it, the relations, Juju secrets and what
+GARM answers, so any event can run it and a repeated run changes nothing. `charm_status` words
+every status.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import logging
 import os
-from collections.abc import Mapping
-from pathlib import Path
 
 import ops
 
-from charm_config import (
-    POSTGRESQL,
-    SQLITE,
-    SWITCH_HOWTO,
-    CharmConfig,
-    InvalidConfigError,
-    backend_switch_problem,
-    parse_config,
+import charm_status
+from charm_config import CharmState, InvalidConfigError
+from charm_reconcile import (
+    CONFIGURATOR_RELATION,
+    PEER_RELATION,
+    GarmReconciler,
+    local_client,
+    public_url,
+    reconcile_settings,
 )
-from garm_api import (
-    GarmApiError,
-    GarmClient,
-    GarmError,
-    GarmNotInitialised,
-    GarmServerError,
-    GarmUnreachable,
-    WireFormatError,
-)
-from reconcile.bootstrap import (
-    BootstrapError,
-    BootstrapSecrets,
-    ControllerUrls,
-    bootstrap,
-    ensure_secrets,
-    read_secrets,
-    wait_until_serving,
-)
+from garm_api import GarmError
+from juju_secrets import JujuSecretStore
+from reconcile.bootstrap import read_secrets
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
-from reconcile.desired_state import DesiredState
-from reconcile.garm_objects import list_scalesets, reconcile_objects
-from reconcile.metrics_token import token_is_current
-from reconcile.provider_retention import retained_providers, retention_message
+from reconcile.garm_objects import list_scalesets
 from relations import certificates as garm_tls
 from relations import cos_agent, debug_ssh
-from relations.configurators import read_configurators
-from relations.database import Database, DatabaseState, DatabaseStatus
-from relations.debug_ssh import DebugSsh, read_debug_ssh
-from relations.service_handover import HostClaim, Verdict, decide, reports_running, running_flag
-from scaleset_reconciler import ReconcileSettings
-from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
-from workload.config import GarmConfig, ProxyConfig, TlsFiles
-from workload.host import ResourceError, WorkloadError
+from relations import database as database_relation
+from relations.database import Database
+from workload.host import WorkloadError
 from workload.machine import Workload
-from workload.releases import GARM_RESOURCE, PROVIDER_RESOURCE
 from workload.tick import ReconcileTick, TickError, TickSchedule
-from workload.version import garm_built_after_v0_2_1, garm_version_supports_postgresql
+from workload.version import garm_built_after_v0_2_1
 
 logger = logging.getLogger(__name__)
 
-CONFIGURATOR_RELATION = "garm-configurator"
-CERTIFICATE_AWAITED = "waiting for a certificate (GARM serves plain HTTP)"
-PEER_RELATION = "garm-peers"
-
-
-class JujuSecretStore:
-    """Bootstrap secrets as app-owned Juju secrets, found by label."""
-
-    def __init__(self, model: ops.Model) -> None:
-        self._model = model
-
-    def get(self, label: str) -> Mapping[str, str] | None:
-        """The secret's latest content (a rotation may have just added a revision), or None."""
-        try:
-            return self._model.get_secret(label=label).get_content(refresh=True)
-        except (ops.SecretNotFoundError, ops.ModelError):
-            return None
-
-    def create(self, label: str, content: Mapping[str, str]) -> None:
-        """Create an app-owned secret (the leader's job)."""
-        self._model.app.add_secret(dict(content), label=label, description="GARM bootstrap")
-
-    def update(self, label: str, content: Mapping[str, str]) -> None:
-        """Add a revision to an app-owned secret (the leader's job)."""
-        self._model.get_secret(label=label).set_content(dict(content))
-
 
 class ReconcileTickEvent(ops.EventBase):
-    """The leader's timer fired (`reconcile_tick.py`): reconcile between hooks."""
+    """The leader's timer fired (`workload/tick.py`): reconcile between hooks."""
 
 
 class GarmCharmEvents(ops.CharmEvents):
@@ -115,12 +65,25 @@ class GarmCharm(ops.CharmBase):
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
         self._stored.set_default(debug_ssh={})
+        # What this hook read from Juju, once: the state, or why the config is invalid.
+        self._snapshot: CharmState | InvalidConfigError | None = None
+        self._unit_address: str | None = None
+        self._status: ops.StatusBase | None = None
         self._workload = Workload()
         self._tick = ReconcileTick()
         self._secrets = JujuSecretStore(self.model)
-        self._database = Database(self)
+        database = Database(self)
         self._certificates = garm_tls.Certificates(self, self._certificate_names)
-        self._status: ops.StatusBase | None = None
+        self._reconciler = GarmReconciler(
+            self,
+            self._stored,
+            workload=self._workload,
+            secrets=self._secrets,
+            database=database,
+            certificates=self._certificates,
+            address=self._address,
+            clock=utc_now,
+        )
         for event in (
             self.on.install,
             self.on.start,
@@ -129,8 +92,8 @@ class GarmCharm(ops.CharmBase):
             self.on.update_status,
             self.on.leader_elected,
             self.on.secret_changed,
-            self.on[self._database_relation].relation_changed,
-            self.on[self._database_relation].relation_broken,
+            self.on[database_relation.RELATION_NAME].relation_changed,
+            self.on[database_relation.RELATION_NAME].relation_broken,
             self.on[CONFIGURATOR_RELATION].relation_changed,
             self.on[CONFIGURATOR_RELATION].relation_broken,
             self.on[debug_ssh.RELATION].relation_changed,
@@ -144,352 +107,66 @@ class GarmCharm(ops.CharmBase):
             self.on.reconcile_tick,
         ):
             framework.observe(event, self._reconcile)
-        self._database.observe(self._reconcile)
+        database.observe(self._reconcile)
         self._certificates.observe(self._reconcile)
         framework.observe(self.on.remove, self._on_remove)
         framework.observe(self.on.get_credentials_action, self._on_get_credentials)
         framework.observe(self.on.list_scalesets_action, self._on_list_scalesets)
         framework.observe(self.on.rotate_credentials_action, self._on_rotate_credentials)
-        framework.observe(self.on.collect_unit_status, self._on_collect_unit_status)
-        framework.observe(self.on.collect_app_status, self._on_collect_app_status)
-
-    @property
-    def _database_relation(self) -> str:
-        return "database"
+        framework.observe(self.on.collect_unit_status, self._on_collect_status)
+        framework.observe(self.on.collect_app_status, self._on_collect_status)
 
     def _certificate_names(self) -> garm_tls.CertificateNames | None:
         """What GARM's certificate must cover; None while the config is invalid (it blocks)."""
         try:
-            config = parse_config(self.config)
+            state = self._state()
         except InvalidConfigError:
             return None
-        return garm_tls.certificate_names(config.external_url, self._address())
+        return garm_tls.certificate_names(state.config.external_url, self._address())
 
     # The reconcile ------------------------------------------------------------------------
 
     def _reconcile(self, _: ops.EventBase) -> None:
-        self._status = _bounded(self._reconcile_unit())
-        logger.info("reconcile: %s %s", self._status.name, self._status.message)
-        self._publish_cos_agent()
-        self._schedule_tick()
-
-    def _reconcile_unit(self) -> ops.StatusBase:
         if not self.unit.is_leader():
-            # First, whatever else fails: a former leader must not keep GARM running.
-            self._workload.stop()
-            self._publish_running(False)
+            self._reconciler.stand_down()
         try:
-            config = parse_config(self.config)
+            state = self._state()
         except InvalidConfigError as error:
-            return ops.BlockedStatus(str(error))
-        self._open_api_port(config.port if self.unit.is_leader() else None)
-        proxy = ProxyConfig.from_environment(os.environ)
-        problem = self._install(proxy)
-        if problem is not None:
-            return problem
-        version = self._workload.version()
-        self.unit.set_workload_version(version)
-        if not self.unit.is_leader():
-            return self._stand_by()
-        return self._run_garm(config, proxy, version)
+            state, status = None, charm_status.invalid_config(error)
+        else:
+            status = self._reconciler.reconcile(state)
+        self._status = charm_status.bounded(status)
+        logger.info("reconcile: %s %s", self._status.name, self._status.message)
+        if state is not None:
+            # A bad config leaves what was published and scheduled as it is until it is fixed.
+            self._publish_cos_agent(state)
+            self._schedule_tick(state)
 
-    def _open_api_port(self, port: int | None) -> None:
-        """Open GARM's API port where GARM runs (the leader), so `juju expose` reaches it.
-
-        A standby unit runs no GARM and opens nothing; a changed port closes the old one.
-        """
-        try:
-            self.unit.set_ports(*([port] if port is not None else []))
-        except ops.ModelError as error:
-            logger.warning("could not open GARM's port (retried at the next hook): %s", error)
-
-    def _publish_cos_agent(self) -> None:
+    def _publish_cos_agent(self, state: CharmState) -> None:
         """Tell COS what to scrape and alert on; a failure here never touches GARM's reconcile."""
-        try:
-            port = parse_config(self.config).port
-        except InvalidConfigError:
-            return  # the status names the option; what was published stays until it is fixed
         try:
             cos_agent.publish(
                 self,
-                port=port,
-                runs_garm=self.unit.is_leader(),
+                port=state.config.port,
+                runs_garm=state.leader,
                 tls=self._certificates.tls_files() is not None,
             )
         except (ops.ModelError, OSError, ValueError) as error:
             logger.warning("cos-agent data not published (retried at the next hook): %s", error)
 
-    def _schedule_tick(self) -> None:
+    def _schedule_tick(self, state: CharmState) -> None:
         """Keep the reconcile tick on the leader at `reconcile-interval`; nowhere else.
 
-        A bad config leaves the timer as it is (nothing changes until the value is fixed); a
-        systemd failure is logged and retried at the next hook, which reconciles anyway.
+        A systemd failure is logged and retried at the next hook, which reconciles anyway.
         """
-        try:
-            interval = parse_config(self.config).reconcile_interval
-        except InvalidConfigError:
-            return
-        if not self.unit.is_leader() or not interval:
+        interval = state.config.reconcile_interval
+        if not state.leader or not interval:
             self._tick.remove()
             return
         try:
             self._tick.install(TickSchedule(self.unit.name, self.charm_dir, interval))
         except TickError as error:
             logger.warning("reconcile tick not installed (hooks still reconcile): %s", error)
-
-    def _install(self, proxy: ProxyConfig) -> ops.StatusBase | None:
-        if not self._workload.is_installed():
-            self.unit.status = ops.MaintenanceStatus("installing GARM")
-        try:
-            self._workload.install(
-                self._resource(GARM_RESOURCE), self._resource(PROVIDER_RESOURCE), proxy
-            )
-        except ResourceError as error:
-            return ops.BlockedStatus(str(error))
-        except WorkloadError as error:
-            return ops.BlockedStatus(f"install failed: {error}")
-        return None
-
-    def _stand_by(self) -> ops.StatusBase:
-        """Non-leaders never run GARM: two GARMs on one database would fight over runners."""
-        if self._database.state().status is DatabaseStatus.ABSENT:
-            return ops.BlockedStatus(
-                "standby, but SQLite cannot be shared: relate PostgreSQL or remove this unit"
-            )
-        return ops.ActiveStatus("standby: the leader runs GARM")
-
-    def _run_garm(self, config: CharmConfig, proxy: ProxyConfig, version: str) -> ops.StatusBase:
-        creds = ensure_secrets(self._secrets)
-        if creds is None:
-            return ops.WaitingStatus("created GARM's secrets; GARM is configured at the next hook")
-        database = self._database.state()
-        unusable = _database_unusable(database, version)
-        if unusable is not None:
-            return unusable
-        tls = self._certificates.tls_files()
-        client = _local_client(config, tls)
-        backend = POSTGRESQL if database.postgres is not None else SQLITE
-        problem = self._backend_problem(backend, client, creds)
-        if problem is not None:
-            logger.warning("%s; how to switch GARM's database: %s", problem, SWITCH_HOWTO)
-            return ops.BlockedStatus(problem)
-        handover = self._take_over(sqlite=backend == SQLITE)
-        if handover is not None:
-            return handover
-        desired = self._desired()
-        garm_config = self._garm_config(
-            config, creds, database, proxy, desired, version=version, tls=tls
-        )
-        status = (
-            self._start(client, garm_config, backend)
-            or self._bootstrap(client, config, creds, tls)
-            or self._keep_metrics_token(client, creds)
-        )
-        if status is not None:
-            return status
-        return self._certificate_awaited(
-            self._reconcile_objects(client, config, desired, garm_config), tls
-        )
-
-    def _certificate_awaited(self, status: ops.StatusBase, tls: TlsFiles | None) -> ops.StatusBase:
-        """`status`, unless a certificate is asked for and GARM still serves plain HTTP.
-
-        Then an Active status says so, and a refusal by the CA is Blocked: GARM works, but not
-        as the operator asked, so it must not look fine. Other statuses say more urgent things.
-        """
-        if tls is not None or not self._certificates.requested():
-            return status
-        if not isinstance(status, ops.ActiveStatus):
-            return status
-        refusal = self._certificates.refusal()
-        if refusal:
-            return ops.BlockedStatus(refusal)
-        return ops.ActiveStatus(fit([CERTIFICATE_AWAITED, status.message], "; "))
-
-    def _start(
-        self, client: GarmClient, garm_config: GarmConfig, backend: str
-    ) -> ops.StatusBase | None:
-        """Render and (re)start GARM as needed; a restarted GARM is waited for, boundedly."""
-        try:
-            started = self._workload.apply(garm_config)
-        except WorkloadError as error:
-            return ops.BlockedStatus(f"cannot run GARM: {error}")
-        self._workload.record_backend(backend)
-        self._publish_running(True)
-        if started and not wait_until_serving(client):
-            return ops.WaitingStatus("waiting for GARM to start")
-        return None
-
-    def _reconcile_objects(
-        self,
-        client: GarmClient,
-        config: CharmConfig,
-        desired: DesiredState,
-        garm_config: GarmConfig,
-    ) -> ops.StatusBase:
-        settings = _reconcile_settings(config)
-        try:
-            outcome = reconcile_objects(
-                client, desired, now=utc_now(), settings=settings, proxy=garm_config.proxy
-            )
-            kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
-        except (GarmError, WorkloadError) as error:
-            return _interrupted(error)
-        if outcome.blocked:
-            return ops.BlockedStatus(outcome.blocked)
-        if outcome.retrying:
-            return ops.WaitingStatus(outcome.retrying)
-        if outcome.waiting and not desired.specs:
-            return ops.WaitingStatus(fit([outcome.waiting, kept], "; "))
-        return ops.ActiveStatus(fit([outcome.active, outcome.waiting, kept], "; "))
-
-    def _release_unused_providers(self, garm: GarmConfig, in_use: Mapping[str, int]) -> str:
-        """Drop kept providers GARM has no scale set on any more (one restart); say who stays.
-
-        Only a completed pass gets here, so `in_use` is what GARM holds: nothing is dropped on
-        an outage, which ends the pass before.
-        """
-        desired = [provider.name for provider in garm.providers]
-        kept = retained_providers(desired, garm.kept_providers, in_use)
-        released = sorted(set(garm.kept_providers) - set(kept))
-        if released:
-            logger.info("removing providers no scale set uses any more: %s", ", ".join(released))
-            self._workload.apply(dataclasses.replace(garm, kept_providers=kept))
-        return retention_message(kept, in_use)
-
-    def _desired(self) -> DesiredState:
-        """What the configurators ask for, with the debug-ssh relay for every scale set."""
-        relay = read_debug_ssh(self.model.relations[debug_ssh.RELATION], self._last_relay())
-        self._stored.debug_ssh = dataclasses.asdict(relay) if relay is not None else {}
-        debug_env = tuple(relay.env_entries().items()) if relay is not None else ()
-        relations = self.model.relations[CONFIGURATOR_RELATION]
-        return read_configurators(self.model, relations, debug_env)
-
-    def _last_relay(self) -> DebugSsh | None:
-        last = dict(self._stored.debug_ssh)
-        return DebugSsh(**last) if last else None
-
-    def _garm_config(
-        self,
-        config: CharmConfig,
-        creds: BootstrapSecrets,
-        database: DatabaseState,
-        proxy: ProxyConfig,
-        desired: DesiredState,
-        *,
-        version: str,
-        tls: TlsFiles | None,
-    ) -> GarmConfig:
-        return GarmConfig(
-            jwt_secret=creds.jwt_secret,
-            db_passphrase=creds.db_passphrase,
-            port=config.port,
-            log_level=config.log_level,
-            postgres=database.postgres,
-            providers=desired.providers,
-            proxy=proxy,
-            # Until this hook's pass shows which of them GARM still uses, keep every provider
-            # whose configurator is gone: its scale sets may still have runners to delete.
-            kept_providers=retained_providers(
-                [provider.name for provider in desired.providers],
-                self._workload.rendered_provider_names(),
-                in_use=None,
-            ),
-            garm_version=version,
-            tls=tls,
-        )
-
-    def _backend_problem(
-        self, backend: str, client: GarmClient, creds: BootstrapSecrets
-    ) -> str | None:
-        recorded = self._workload.recorded_backend()
-        if recorded in ("", backend):
-            return None
-        return backend_switch_problem(
-            backend,
-            recorded,
-            sqlite_has_state=self._workload.has_sqlite_state(),
-            garm_has_objects=_garm_has_objects(client, creds),
-        )
-
-    def _take_over(self, *, sqlite: bool) -> ops.StatusBase | None:
-        """Claim GARM for this leader; None when it may run it now (ADR 0005)."""
-        peers = self.model.get_relation(PEER_RELATION)
-        if peers is None:
-            return None
-        claim = HostClaim.from_app_data(peers.data[self.app])
-        running = {unit.name: reports_running(peers.data[unit]) for unit in peers.units}
-        decision = decide(
-            self.unit.name,
-            claim,
-            running,
-            sqlite=sqlite,
-            now=utc_now(),
-        )
-        if decision.claim != claim:
-            peers.data[self.app].update(decision.claim.as_app_data())
-        if decision.verdict is Verdict.RUN:
-            return None
-        self._workload.stop()
-        self._publish_running(False)
-        if decision.verdict is Verdict.WAIT:
-            return ops.WaitingStatus(decision.message)
-        return ops.BlockedStatus(decision.message)
-
-    def _publish_running(self, running: bool) -> None:
-        """Tell the other units whether this one runs GARM."""
-        peers = self.model.get_relation(PEER_RELATION)
-        if peers is not None:
-            peers.data[self.unit].update(running_flag(running))
-
-    def _bootstrap(
-        self,
-        client: GarmClient,
-        config: CharmConfig,
-        creds: BootstrapSecrets,
-        tls: TlsFiles | None,
-    ) -> ops.StatusBase | None:
-        urls = ControllerUrls.from_base(
-            _public_url(config, self._address(), tls), tls.ca.encode() if tls else b""
-        )
-        try:
-            bootstrap(client, creds, urls)
-        except GarmUnreachable:
-            return ops.WaitingStatus("waiting for GARM to start")
-        except BootstrapError as error:
-            return ops.BlockedStatus(str(error))
-        except (GarmServerError, WireFormatError) as error:
-            return _interrupted(error)
-        except GarmApiError as error:
-            logger.warning("GARM refused its bootstrap: %s", error)
-            return ops.BlockedStatus(
-                f"GARM refused its bootstrap ({error.operation}, HTTP {error.status}): "
-                "see juju debug-log"
-            )
-        return None
-
-    def _keep_metrics_token(
-        self, client: GarmClient, creds: BootstrapSecrets
-    ) -> ops.StatusBase | None:
-        """Keep a valid metrics token where the scrape job points, while COS is related.
-
-        A refusal only leaves the scrape failing (logged, retried at the next hook); an outage
-        interrupts the reconcile like any other.
-        """
-        if not self.model.relations[cos_agent.RELATION_NAME]:
-            return None
-        if token_is_current(self._workload.metrics_token(), creds.jwt_secret, utc_now()):
-            return None
-        try:
-            token = client.metrics_token()
-        except GarmUnreachable as error:
-            return _interrupted(error)
-        except (GarmApiError, WireFormatError) as error:
-            logger.warning("no metrics token for the scrape (retried at the next hook): %s", error)
-            return None
-        self._workload.write_metrics_token(token)
-        logger.info("wrote a new metrics token for the scrape")
-        return None
 
     # Other events -------------------------------------------------------------------------
 
@@ -506,11 +183,11 @@ class GarmCharm(ops.CharmBase):
             )
             return
         try:
-            config = parse_config(self.config)
+            state = self._state()
         except InvalidConfigError as error:
             event.fail(str(error))
             return
-        url = _public_url(config, self._address(), self._certificates.tls_files())
+        url = public_url(state.config, self._address(), self._certificates.tls_files())
         event.set_results(
             {"username": creds.admin_username, "password": creds.admin_password, "url": url}
         )
@@ -524,14 +201,14 @@ class GarmCharm(ops.CharmBase):
             event.fail("GARM is not bootstrapped yet")
             return
         try:
-            config = parse_config(self.config)
-            client = _local_client(config, self._certificates.tls_files())
+            config = self._state().config
+            client = local_client(config, self._certificates.tls_files())
             client.login(creds.admin_username, creds.admin_password)
             listing = list_scalesets(
                 client,
-                self._desired(),
+                self._reconciler.desired(),
                 now=utc_now(),
-                settings=_reconcile_settings(config),
+                settings=reconcile_settings(config),
             )
         except (InvalidConfigError, GarmError) as error:
             event.fail(str(error))
@@ -576,55 +253,36 @@ class GarmCharm(ops.CharmBase):
         except WorkloadError as error:
             raise RotationError(str(error)) from None
 
-    def _on_collect_unit_status(self, event: ops.CollectStatusEvent) -> None:
+    def _on_collect_status(self, event: ops.CollectStatusEvent) -> None:
+        """The unit and the app show the same status: the leader's is the app's."""
         if self._status is not None:
             event.add_status(self._status)
 
-    def _on_collect_app_status(self, event: ops.CollectStatusEvent) -> None:
-        if self._status is not None:
-            event.add_status(self._status)
+    # What the hook reads once -------------------------------------------------------------
 
-    # Helpers ------------------------------------------------------------------------------
+    def _state(self) -> CharmState:
+        """This hook's validated config and leadership, read and checked once.
 
-    def _resource(self, name: str) -> Path | None:
-        try:
-            return self.model.resources.fetch(name)
-        except (ops.ModelError, NameError):
-            return None
+        Raises:
+            InvalidConfigError: an option has a value the charm cannot use (every time asked).
+        """
+        if self._snapshot is None:
+            try:
+                self._snapshot = CharmState.from_juju(
+                    self.config, leader=self.unit.is_leader(), environ=os.environ
+                )
+            except InvalidConfigError as error:
+                self._snapshot = error
+        if isinstance(self._snapshot, InvalidConfigError):
+            raise self._snapshot
+        return self._snapshot
 
     def _address(self) -> str:
-        address = self.model.get_binding(CONFIGURATOR_RELATION).network.ingress_address
-        return str(address) if address is not None else "127.0.0.1"
-
-
-def _local_client(config: CharmConfig, tls: TlsFiles | None) -> GarmClient:
-    """A client for GARM on this machine; with TLS it verifies GARM against the relation's CA.
-
-    `127.0.0.1` is among the certificate's names (`garm_tls.certificate_names`).
-    """
-    if tls is None:
-        return GarmClient(f"http://127.0.0.1:{config.port}")
-    return GarmClient(f"https://{garm_tls.LOCAL_URL_HOST}:{config.port}", ca_cert=tls.ca)
-
-
-def _public_url(config: CharmConfig, address: str, tls: TlsFiles | None) -> str:
-    """Where runners and GitHub reach GARM: `external-url` as given, else the unit's address.
-
-    The default follows what GARM serves (https with a certificate); an `external-url` is the
-    operator's (a proxy in front of GARM may speak either), so it is never rewritten.
-    """
-    url = config.base_url(address)
-    if tls is not None and not config.external_url:
-        return "https://" + url.removeprefix("http://")
-    return url
-
-
-def _reconcile_settings(config: CharmConfig) -> ReconcileSettings:
-    return ReconcileSettings(
-        handover_grace=config.handover_grace,
-        drain_timeout=config.drain_timeout,
-        handover_timeout=config.handover_timeout,
-    )
+        """The unit's address (a hook tool call, made once)."""
+        if self._unit_address is None:
+            address = self.model.get_binding(CONFIGURATOR_RELATION).network.ingress_address
+            self._unit_address = str(address) if address is not None else "127.0.0.1"
+        return self._unit_address
 
 
 def utc_now() -> datetime.datetime:
@@ -634,67 +292,6 @@ def utc_now() -> datetime.datetime:
     deadline compare against this one.
     """
     return datetime.datetime.now(datetime.UTC)
-
-
-def _interrupted(error: GarmError | WorkloadError) -> ops.StatusBase:
-    """The status of a reconcile that stopped half-way; the next hook takes it up again."""
-    logger.warning("reconcile stopped: %s", error)
-    if isinstance(error, GarmUnreachable):
-        return ops.WaitingStatus("GARM stopped answering; retrying at the next hook")
-    if isinstance(error, GarmServerError):
-        return ops.WaitingStatus(
-            f"GARM failed {error.operation} (HTTP {error.status}); retrying at the next hook"
-        )
-    if isinstance(error, WireFormatError):
-        return ops.WaitingStatus(
-            f"GARM answered {error.operation or 'a call'} with an unreadable body; "
-            "retrying at the next hook"
-        )
-    if isinstance(error, WorkloadError):
-        return ops.BlockedStatus(f"cannot run GARM: {error}")
-    if isinstance(error, GarmApiError):
-        return ops.BlockedStatus(
-            f"GARM refused {error.operation} (HTTP {error.status}): see juju debug-log"
-        )
-    return ops.BlockedStatus(f"GARM's answer was not understood: {error}")
-
-
-def _bounded(status: ops.StatusBase) -> ops.StatusBase:
-    """Every status fits `juju status` (120 characters); a longer text is logged in full."""
-    if len(status.message) <= STATUS_LIMIT:
-        return status
-    logger.info("status in full: %s", status.message)
-    return ops.StatusBase.from_name(status.name, cut(status.message, STATUS_LIMIT))
-
-
-def _database_unusable(database: DatabaseState, version: str) -> ops.StatusBase | None:
-    """Why GARM cannot run on the related database yet, or None.
-
-    Checked before anything is rendered, so a running GARM keeps its current backend.
-    """
-    if database.status is DatabaseStatus.PENDING:
-        return ops.WaitingStatus("waiting for the database relation to share credentials")
-    if database.status is DatabaseStatus.INVALID:
-        return ops.BlockedStatus(
-            f"database: {database.problem}; fix the PostgreSQL endpoint or remove the relation"
-        )
-    if database.postgres is not None and garm_version_supports_postgresql(version) is False:
-        return ops.BlockedStatus(
-            f"database: GARM {version} has no PostgreSQL backend; attach a garm-binary "
-            "built after v0.2.1 or remove the relation"
-        )
-    return None
-
-
-def _garm_has_objects(client: GarmClient, creds: BootstrapSecrets) -> bool | None:
-    """Whether GARM holds credentials or scale sets; None when it cannot tell."""
-    try:
-        client.login(creds.admin_username, creds.admin_password)
-        return bool(client.list_github_credentials() or client.list_scalesets())
-    except GarmNotInitialised:
-        return False
-    except GarmError:
-        return None
 
 
 if __name__ == "__main__":  # pragma: nocover

@@ -1,7 +1,8 @@
 """Charm config -> validated state. No GARM calls, no ops imports.
 
 A bad value raises `InvalidConfigError`, whose message names the option so the charm can set
-Blocked with it; nothing is removed or changed while the config is invalid.
+Blocked with it; nothing is removed or changed while the config is invalid. `CharmState` is the
+one validated snapshot a hook (or action) reads and passes down: the config is parsed once.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from reconcile.docs_links import SWITCH_DATABASE
+from workload.config import ProxyConfig
 
 LogLevel = Literal["debug", "info", "warn", "error"]
 LOG_LEVELS: Final = ("debug", "info", "warn", "error")
@@ -87,6 +89,41 @@ class CharmConfig:
             return self.external_url
         host = f"[{address}]" if ":" in address else address
         return f"http://{host}:{self.port}"
+
+
+@dataclasses.dataclass(frozen=True)
+class CharmState:
+    """What one hook reads from Juju once, validated: the config, the leadership, the proxy.
+
+    Built once per hook or action (`from_juju`, in the style of haproxy-operator's
+    `CharmState.from_charm`) and passed to everything the hook does, so no step reads or
+    validates the config again.
+
+    Attributes:
+        config: the charm's options.
+        leader: whether this unit is the leader (only the leader runs GARM, ADR 0003).
+        proxy: the proxy Juju gives the charm, for downloads and GitHub calls.
+    """
+
+    config: CharmConfig
+    leader: bool
+    proxy: ProxyConfig
+
+    @classmethod
+    def from_juju(
+        cls, config: Mapping[str, Any], *, leader: bool, environ: Mapping[str, str]
+    ) -> CharmState:
+        """Validate what Juju gives this hook.
+
+        Args:
+            config: the charm's config as Juju gives it.
+            leader: whether this unit is the leader.
+            environ: the hook's environment (Juju's proxy settings).
+
+        Raises:
+            InvalidConfigError: an option has a value the charm cannot use (its Blocked text).
+        """
+        return cls(parse_config(config), leader, ProxyConfig.from_environment(environ))
 
 
 def parse_config(raw: Mapping[str, Any]) -> CharmConfig:

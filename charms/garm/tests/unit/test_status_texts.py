@@ -13,6 +13,7 @@ from scaleset_fixtures import converge, make_spec, run
 from test_charm_configurators import relabelled
 
 import charm
+import charm_status
 from doubles.configurator_publication import pkcs1_app_key
 from doubles.memory_garm import MemoryGarm
 from doubles.workload_double import RecordingWorkload
@@ -237,7 +238,7 @@ def test_an_interrupted_reconcile_names_the_call_in_a_short_status(error: Except
 
     Assert: at most 120 characters, never Active, GARM's details left to the log.
     """
-    status = charm._interrupted(error)  # pyright: ignore[reportPrivateUsage, reportArgumentType]
+    status = charm_status.interrupted(error)  # pyright: ignore[reportArgumentType]
 
     assert len(status.message) <= STATUS_LIMIT
     assert not isinstance(status, ops.ActiveStatus)
@@ -248,7 +249,7 @@ def test_an_interrupted_reconcile_names_the_call_in_a_short_status(error: Except
 
 def test_a_status_too_long_is_cut_to_fit():
     """Arrange: a Blocked status of 300 characters. Act: bound it. Assert: 120, still Blocked."""
-    bounded = charm._bounded(ops.BlockedStatus("b" * 300))  # pyright: ignore[reportPrivateUsage]
+    bounded = charm_status.bounded(ops.BlockedStatus("b" * 300))
 
     assert bounded == ops.BlockedStatus("b" * 117 + "...")
 

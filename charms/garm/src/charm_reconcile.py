@@ -1,0 +1,385 @@
+"""One holistic reconcile of this unit: install GARM, then stand by or run it.
+
+Only the leader runs GARM (docs/adr/0003-leader-runs-garm.md). Its pass goes: secrets,
+database, backend switch, hand-over (ADR 0005), render and start, bootstrap, metrics token,
+GARM's objects, release of providers no scale set uses. Each step goes on (None) or ends the
+pass with the status `charm_status` words. Everything is derived afresh from what the hook read
+once (`CharmState`), the relations, Juju secrets and what GARM answers, so a repeated pass
+changes nothing; the one thing remembered is the last valid debug-ssh relay (ADR 0014).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Final
+
+import ops
+from ops.framework import BoundStoredState
+
+import charm_status
+from charm_config import POSTGRESQL, SQLITE, CharmConfig, CharmState, backend_switch_problem
+from garm_api import (
+    GarmApiError,
+    GarmClient,
+    GarmError,
+    GarmNotInitialised,
+    GarmUnreachable,
+    WireFormatError,
+)
+from juju_secrets import JujuSecretStore
+from reconcile.bootstrap import (
+    BootstrapSecrets,
+    ControllerUrls,
+    bootstrap,
+    ensure_secrets,
+    wait_until_serving,
+)
+from reconcile.desired_state import DesiredState
+from reconcile.garm_objects import reconcile_objects
+from reconcile.metrics_token import token_is_current
+from reconcile.provider_retention import retained_providers, retention_message
+from relations import certificates as garm_tls
+from relations import cos_agent, debug_ssh
+from relations.configurators import read_configurators
+from relations.database import Database, DatabaseState
+from relations.debug_ssh import DebugSsh, read_debug_ssh
+from relations.service_handover import HostClaim, decide, reports_running, running_flag
+from scaleset_reconciler import ReconcileSettings
+from workload.config import GarmConfig, ProxyConfig, TlsFiles
+from workload.host import WorkloadError
+from workload.machine import Workload
+from workload.releases import GARM_RESOURCE, PROVIDER_RESOURCE
+
+logger = logging.getLogger(__name__)
+
+CONFIGURATOR_RELATION: Final = "garm-configurator"
+PEER_RELATION: Final = "garm-peers"
+
+
+class GarmReconciler:
+    """This unit's reconcile: the charm calls it with the `CharmState` its hook read once."""
+
+    def __init__(
+        self,
+        charm: ops.CharmBase,
+        stored: BoundStoredState,
+        *,
+        workload: Workload,
+        secrets: JujuSecretStore,
+        database: Database,
+        certificates: garm_tls.Certificates,
+        address: Callable[[], str],
+        clock: Callable[[], datetime.datetime],
+    ) -> None:
+        """Take what the pass drives.
+
+        Args:
+            charm: the charm (its unit, app, model, relations and resources).
+            stored: where the last valid debug-ssh relay is kept between hooks.
+            workload: GARM on this machine.
+            secrets: GARM's bootstrap secrets in Juju.
+            database: the database relation.
+            certificates: the certificates relation (GARM's TLS files).
+            address: the unit's address (a hook tool call: asked only when needed).
+            clock: the time every decision is taken at.
+        """
+        self._charm = charm
+        self._stored = stored
+        self._workload = workload
+        self._secrets = secrets
+        self._database = database
+        self._certificates = certificates
+        self._address = address
+        self._clock = clock
+
+    def stand_down(self) -> None:
+        """First, whatever else fails: a unit that is not the leader must not keep GARM running."""
+        self._workload.stop()
+        self._publish_running(False)
+
+    def reconcile(self, state: CharmState) -> ops.StatusBase:
+        """Install, then run GARM on the leader or stand by elsewhere; the unit's status."""
+        self._open_api_port(state.config.port if state.leader else None)
+        problem = self._install(state.proxy)
+        if problem is not None:
+            return problem
+        version = self._workload.version()
+        self._charm.unit.set_workload_version(version)
+        if not state.leader:
+            return charm_status.standing_by(self._database.state())
+        return self._run_garm(state, version)
+
+    def desired(self) -> DesiredState:
+        """What the configurators ask for, with the debug-ssh relay for every scale set."""
+        model = self._charm.model
+        relay = read_debug_ssh(model.relations[debug_ssh.RELATION], self._last_relay())
+        self._stored.debug_ssh = dataclasses.asdict(relay) if relay is not None else {}
+        debug_env = tuple(relay.env_entries().items()) if relay is not None else ()
+        return read_configurators(model, model.relations[CONFIGURATOR_RELATION], debug_env)
+
+    def _open_api_port(self, port: int | None) -> None:
+        """Open GARM's API port where GARM runs (the leader), so `juju expose` reaches it.
+
+        A standby unit runs no GARM and opens nothing; a changed port closes the old one.
+        """
+        try:
+            self._charm.unit.set_ports(*([port] if port is not None else []))
+        except ops.ModelError as error:
+            logger.warning("could not open GARM's port (retried at the next hook): %s", error)
+
+    def _install(self, proxy: ProxyConfig) -> ops.StatusBase | None:
+        if not self._workload.is_installed():
+            self._charm.unit.status = ops.MaintenanceStatus("installing GARM")
+        try:
+            self._workload.install(
+                self._resource(GARM_RESOURCE), self._resource(PROVIDER_RESOURCE), proxy
+            )
+        except WorkloadError as error:
+            return charm_status.install_failed(error)
+        return None
+
+    def _resource(self, name: str) -> Path | None:
+        try:
+            return self._charm.model.resources.fetch(name)
+        except (ops.ModelError, NameError):
+            return None
+
+    def _run_garm(self, state: CharmState, version: str) -> ops.StatusBase:
+        creds = ensure_secrets(self._secrets)
+        if creds is None:
+            return charm_status.secrets_created()
+        database = self._database.state()
+        unusable = charm_status.database_unusable(database, version)
+        if unusable is not None:
+            return unusable
+        tls = self._certificates.tls_files()
+        client = local_client(state.config, tls)
+        backend = POSTGRESQL if database.postgres is not None else SQLITE
+        problem = self._backend_problem(backend, client, creds)
+        if problem is not None:
+            return charm_status.backend_switch_refused(problem)
+        handover = self._take_over(sqlite=backend == SQLITE)
+        if handover is not None:
+            return handover
+        desired = self.desired()
+        garm_config = _garm_config(
+            state,
+            creds,
+            database,
+            desired,
+            version=version,
+            tls=tls,
+            rendered_providers=self._workload.rendered_provider_names(),
+        )
+        status = (
+            self._start(client, garm_config, backend)
+            or self._bootstrap(client, state.config, creds, tls)
+            or self._keep_metrics_token(client, creds)
+            or self._reconcile_objects(client, state.config, desired, garm_config)
+        )
+        return charm_status.certificate_awaited(
+            status,
+            serving_tls=tls is not None,
+            requested=self._certificates.requested(),
+            refusal=self._certificates.refusal,
+        )
+
+    def _backend_problem(
+        self, backend: str, client: GarmClient, creds: BootstrapSecrets
+    ) -> str | None:
+        recorded = self._workload.recorded_backend()
+        if recorded in ("", backend):
+            return None
+        return backend_switch_problem(
+            backend,
+            recorded,
+            sqlite_has_state=self._workload.has_sqlite_state(),
+            garm_has_objects=_garm_has_objects(client, creds),
+        )
+
+    def _take_over(self, *, sqlite: bool) -> ops.StatusBase | None:
+        """Claim GARM for this leader; None when it may run it now (ADR 0005)."""
+        peers = self._charm.model.get_relation(PEER_RELATION)
+        if peers is None:
+            return None
+        app_data = peers.data[self._charm.app]
+        claim = HostClaim.from_app_data(app_data)
+        running = {unit.name: reports_running(peers.data[unit]) for unit in peers.units}
+        decision = decide(self._charm.unit.name, claim, running, sqlite=sqlite, now=self._clock())
+        if decision.claim != claim:
+            app_data.update(decision.claim.as_app_data())
+        status = charm_status.handed_over(decision)
+        if status is not None:
+            self.stand_down()
+        return status
+
+    def _publish_running(self, running: bool) -> None:
+        """Tell the other units whether this one runs GARM."""
+        peers = self._charm.model.get_relation(PEER_RELATION)
+        if peers is not None:
+            peers.data[self._charm.unit].update(running_flag(running))
+
+    def _start(
+        self, client: GarmClient, garm_config: GarmConfig, backend: str
+    ) -> ops.StatusBase | None:
+        """Render and (re)start GARM as needed; a restarted GARM is waited for, boundedly."""
+        try:
+            started = self._workload.apply(garm_config)
+        except WorkloadError as error:
+            return charm_status.not_started(error)
+        self._workload.record_backend(backend)
+        self._publish_running(True)
+        if started and not wait_until_serving(client):
+            return charm_status.starting()
+        return None
+
+    def _bootstrap(
+        self,
+        client: GarmClient,
+        config: CharmConfig,
+        creds: BootstrapSecrets,
+        tls: TlsFiles | None,
+    ) -> ops.StatusBase | None:
+        urls = ControllerUrls.from_base(
+            public_url(config, self._address(), tls), tls.ca.encode() if tls else b""
+        )
+        try:
+            bootstrap(client, creds, urls)
+        except charm_status.BOOTSTRAP_FAILURES as error:
+            return charm_status.bootstrap_failed(error)
+        return None
+
+    def _keep_metrics_token(
+        self, client: GarmClient, creds: BootstrapSecrets
+    ) -> ops.StatusBase | None:
+        """Keep a valid metrics token where the scrape job points, while COS is related.
+
+        A refusal only leaves the scrape failing (logged, retried at the next hook); an outage
+        interrupts the reconcile like any other.
+        """
+        if not self._charm.model.relations[cos_agent.RELATION_NAME]:
+            return None
+        if token_is_current(self._workload.metrics_token(), creds.jwt_secret, self._clock()):
+            return None
+        try:
+            token = client.metrics_token()
+        except GarmUnreachable as error:
+            return charm_status.interrupted(error)
+        except (GarmApiError, WireFormatError) as error:
+            logger.warning("no metrics token for the scrape (retried at the next hook): %s", error)
+            return None
+        self._workload.write_metrics_token(token)
+        logger.info("wrote a new metrics token for the scrape")
+        return None
+
+    def _reconcile_objects(
+        self,
+        client: GarmClient,
+        config: CharmConfig,
+        desired: DesiredState,
+        garm_config: GarmConfig,
+    ) -> ops.StatusBase:
+        try:
+            outcome = reconcile_objects(
+                client,
+                desired,
+                now=self._clock(),
+                settings=reconcile_settings(config),
+                proxy=garm_config.proxy,
+            )
+            kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
+        except (GarmError, WorkloadError) as error:
+            return charm_status.interrupted(error)
+        return charm_status.objects_reconciled(outcome, kept, has_specs=bool(desired.specs))
+
+    def _release_unused_providers(self, garm: GarmConfig, in_use: Mapping[str, int]) -> str:
+        """Drop kept providers GARM has no scale set on any more (one restart); say who stays.
+
+        Only a completed pass gets here, so `in_use` is what GARM holds: nothing is dropped on
+        an outage, which ends the pass before.
+        """
+        desired = [provider.name for provider in garm.providers]
+        kept = retained_providers(desired, garm.kept_providers, in_use)
+        released = sorted(set(garm.kept_providers) - set(kept))
+        if released:
+            logger.info("removing providers no scale set uses any more: %s", ", ".join(released))
+            self._workload.apply(dataclasses.replace(garm, kept_providers=kept))
+        return retention_message(kept, in_use)
+
+    def _last_relay(self) -> DebugSsh | None:
+        last = dict(self._stored.debug_ssh)
+        return DebugSsh(**last) if last else None
+
+
+def local_client(config: CharmConfig, tls: TlsFiles | None) -> GarmClient:
+    """A client for GARM on this machine; with TLS it verifies GARM against the relation's CA.
+
+    `127.0.0.1` is among the certificate's names (`garm_tls.certificate_names`).
+    """
+    if tls is None:
+        return GarmClient(f"http://127.0.0.1:{config.port}")
+    return GarmClient(f"https://{garm_tls.LOCAL_URL_HOST}:{config.port}", ca_cert=tls.ca)
+
+
+def public_url(config: CharmConfig, address: str, tls: TlsFiles | None) -> str:
+    """Where runners and GitHub reach GARM: `external-url` as given, else the unit's address.
+
+    The default follows what GARM serves (https with a certificate); an `external-url` is the
+    operator's (a proxy in front of GARM may speak either), so it is never rewritten.
+    """
+    url = config.base_url(address)
+    if tls is not None and not config.external_url:
+        return "https://" + url.removeprefix("http://")
+    return url
+
+
+def reconcile_settings(config: CharmConfig) -> ReconcileSettings:
+    """The scale-set pass's timings, from the config."""
+    return ReconcileSettings(
+        handover_grace=config.handover_grace,
+        drain_timeout=config.drain_timeout,
+        handover_timeout=config.handover_timeout,
+    )
+
+
+def _garm_config(
+    state: CharmState,
+    creds: BootstrapSecrets,
+    database: DatabaseState,
+    desired: DesiredState,
+    *,
+    version: str,
+    tls: TlsFiles | None,
+    rendered_providers: frozenset[str],
+) -> GarmConfig:
+    return GarmConfig(
+        jwt_secret=creds.jwt_secret,
+        db_passphrase=creds.db_passphrase,
+        port=state.config.port,
+        log_level=state.config.log_level,
+        postgres=database.postgres,
+        providers=desired.providers,
+        proxy=state.proxy,
+        # Until this hook's pass shows which of them GARM still uses, keep every provider
+        # whose configurator is gone: its scale sets may still have runners to delete.
+        kept_providers=retained_providers(
+            [provider.name for provider in desired.providers], rendered_providers, in_use=None
+        ),
+        garm_version=version,
+        tls=tls,
+    )
+
+
+def _garm_has_objects(client: GarmClient, creds: BootstrapSecrets) -> bool | None:
+    """Whether GARM holds credentials or scale sets; None when it cannot tell."""
+    try:
+        client.login(creds.admin_username, creds.admin_password)
+        return bool(client.list_github_credentials() or client.list_scalesets())
+    except GarmNotInitialised:
+        return False
+    except GarmError:
+        return None
