@@ -61,7 +61,7 @@ cat >"$work/gen/garm_client/GENERATED.md" <<EOF
   (python generator, library urllib3, lazyImports, generateSourceCodeOnly).
 - Source: GARM \`webapp/swagger.yaml\` at commit ${GARM_COMMIT}
   (sha256 ${spec_sha}).
-- Only \`garm_api.py\` may import this package.
+- Only the \`garm_api\` package may import this package.
 EOF
 
 rm -rf "$out/garm_client"

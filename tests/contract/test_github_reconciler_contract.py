@@ -1,4 +1,4 @@
-"""github_reconciler through garm_api against the GARM simulator over HTTP."""
+"""reconcile.github_objects through garm_api against the GARM simulator over HTTP."""
 
 from __future__ import annotations
 

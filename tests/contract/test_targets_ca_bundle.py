@@ -1,6 +1,6 @@
 """The controller's CA bundle (what runners trust GARM with) on the four targets.
 
-The charm sets it through `garm_bootstrap.bootstrap` while the `certificates` relation gives
+The charm sets it through `reconcile.bootstrap.bootstrap` while the `certificates` relation gives
 GARM a certificate, and clears it when the relation goes (garm-behaviour B29).
 """
 

@@ -32,8 +32,7 @@ from juju_secrets import JujuSecretStore
 from reconcile.bootstrap import read_secrets
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
-from relations import certificates as garm_tls
-from relations import cos_agent, debug_ssh
+from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
 from relations.database import Database
 from workload.host import WorkloadError
@@ -73,7 +72,7 @@ class GarmCharm(ops.CharmBase):
         self._tick = ReconcileTick()
         self._secrets = JujuSecretStore(self.model)
         database = Database(self)
-        self._certificates = garm_tls.Certificates(self, self._certificate_names)
+        self._certificates = certificates.Certificates(self, self._certificate_names)
         self._reconciler = GarmReconciler(
             self,
             self._stored,
@@ -98,8 +97,8 @@ class GarmCharm(ops.CharmBase):
             self.on[CONFIGURATOR_RELATION].relation_broken,
             self.on[debug_ssh.RELATION].relation_changed,
             self.on[debug_ssh.RELATION].relation_broken,
-            self.on[garm_tls.RELATION_NAME].relation_changed,
-            self.on[garm_tls.RELATION_NAME].relation_broken,
+            self.on[certificates.RELATION_NAME].relation_changed,
+            self.on[certificates.RELATION_NAME].relation_broken,
             self.on[PEER_RELATION].relation_changed,
             self.on[PEER_RELATION].relation_departed,
             self.on[cos_agent.RELATION_NAME].relation_joined,
@@ -116,13 +115,13 @@ class GarmCharm(ops.CharmBase):
         framework.observe(self.on.collect_unit_status, self._on_collect_status)
         framework.observe(self.on.collect_app_status, self._on_collect_status)
 
-    def _certificate_names(self) -> garm_tls.CertificateNames | None:
+    def _certificate_names(self) -> certificates.CertificateNames | None:
         """What GARM's certificate must cover; None while the config is invalid (it blocks)."""
         try:
             state = self._state()
         except InvalidConfigError:
             return None
-        return garm_tls.certificate_names(state.config.external_url, self._address())
+        return certificates.certificate_names(state.config.external_url, self._address())
 
     # The reconcile ------------------------------------------------------------------------
 

@@ -42,8 +42,8 @@ from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import reconcile_objects
 from reconcile.metrics_token import token_is_current
 from reconcile.provider_retention import retained_providers, retention_message
-from relations import certificates as garm_tls
 from relations import cos_agent, debug_ssh
+from relations.certificates import LOCAL_URL_HOST, Certificates
 from relations.configurators import read_configurators
 from relations.database import Database, DatabaseState
 from relations.debug_ssh import DebugSsh, read_debug_ssh
@@ -71,7 +71,7 @@ class GarmReconciler:
         workload: Workload,
         secrets: JujuSecretStore,
         database: Database,
-        certificates: garm_tls.Certificates,
+        certificates: Certificates,
         address: Callable[[], str],
         clock: Callable[[], datetime.datetime],
     ) -> None:
@@ -318,11 +318,11 @@ class GarmReconciler:
 def local_client(config: CharmConfig, tls: TlsFiles | None) -> GarmClient:
     """A client for GARM on this machine; with TLS it verifies GARM against the relation's CA.
 
-    `127.0.0.1` is among the certificate's names (`garm_tls.certificate_names`).
+    `127.0.0.1` is among the certificate's names (`relations.certificates.certificate_names`).
     """
     if tls is None:
         return GarmClient(f"http://127.0.0.1:{config.port}")
-    return GarmClient(f"https://{garm_tls.LOCAL_URL_HOST}:{config.port}", ca_cert=tls.ca)
+    return GarmClient(f"https://{LOCAL_URL_HOST}:{config.port}", ca_cert=tls.ca)
 
 
 def public_url(config: CharmConfig, address: str, tls: TlsFiles | None) -> str:

@@ -1,4 +1,4 @@
-"""charm_state: config validation and the database-switch rule."""
+"""charm_config: config validation and the database-switch rule."""
 
 from __future__ import annotations
 
@@ -205,7 +205,7 @@ def test_the_first_bad_option_in_config_order_is_named():
 
 
 def test_reading_the_config_loads_no_pydantic():
-    """Arrange: a fresh interpreter. Act: import charm_state and parse the defaults.
+    """Arrange: a fresh interpreter. Act: import charm_config and parse the defaults.
 
     Assert: pydantic was not loaded (every hook reads the config; performance.md).
     """
@@ -213,7 +213,7 @@ def test_reading_the_config_loads_no_pydantic():
     import sys  # noqa: PLC0415
     from pathlib import Path  # noqa: PLC0415
 
-    import charm_config as charm_state  # noqa: PLC0415
+    import charm_config  # noqa: PLC0415
 
     code = (
         "import sys, charm_config\ncharm_config.parse_config({})\nprint('pydantic' in sys.modules)"
@@ -221,7 +221,7 @@ def test_reading_the_config_loads_no_pydantic():
 
     output = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=Path(charm_state.__file__).parent,
+        cwd=Path(charm_config.__file__).parent,
         capture_output=True,
         text=True,
         check=True,

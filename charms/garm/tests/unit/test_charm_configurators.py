@@ -728,11 +728,11 @@ def test_the_relation_library_loads_only_when_the_relations_are_read():
 
     src = Path(charm.__file__).parent
     code = (
-        "import sys, charm\nfrom relations import configurators as configurator_state\n"
+        "import sys, charm\nfrom relations import configurators\n"
         "tops = lambda: {m.split('.')[0] for m in sys.modules}\n"
         "loaded = lambda: sorted(tops() & {'charms', 'pydantic'})\n"
         "print(loaded())\n"
-        "configurator_state.read_configurators(None, [])\n"
+        "configurators.read_configurators(None, [])\n"
         "print(loaded())\n"
     )
 

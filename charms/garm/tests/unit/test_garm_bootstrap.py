@@ -1,4 +1,4 @@
-"""garm_bootstrap against the GARM simulator over real HTTP, and the secret store contract."""
+"""reconcile.bootstrap against the GARM simulator over real HTTP, and the secret store contract."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""github_runners against the fake GitHub on loopback (tests/fake_github)."""
+"""reconcile.runner_checks against the fake GitHub on loopback (tests/fake_github)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Live names and family membership (scaleset_naming, scaleset_plan.group)."""
+"""Live names and family membership (scaleset_reconciler: naming, plan.group)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The planner's less common branches, decided from what GARM lists (scaleset_plan, pure).
+"""The planner's less common branches, decided from what GARM lists (plan, pure).
 
 Each test feeds `prepare`, `group` and `plan` the scale sets and runners a pass would list, and
 asserts on the plan: its actions (what would be sent to GARM) and its report (what the status
