@@ -9,17 +9,18 @@ imports ops. The changeover is explained in docs/explanation/scaleset-changeover
 
 from scaleset_reconciler.executor import (
     SETTLE_LIMIT,
-    BusyRunner,
     FinishedAtGithub,
+    ScalesetApi,
+    preview,
+    reconcile,
+)
+from scaleset_reconciler.plan import BusyRunner, ReconcileSettings
+from scaleset_reconciler.report import (
     Phase,
     PredecessorReport,
     ReconcileReport,
-    ReconcileSettings,
-    ScalesetApi,
     SpecReport,
     blocked_message,
-    preview,
-    reconcile,
     retry_message,
     status_message,
 )

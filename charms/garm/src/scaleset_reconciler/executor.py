@@ -65,28 +65,8 @@ from scaleset_reconciler.report import (
     Phase,
     PredecessorReport,
     ReconcileReport,
-    SpecReport,
-    blocked_message,
-    retry_message,
-    status_message,
 )
 from scaleset_reconciler.spec import ScalesetSpec
-
-__all__ = [
-    "BusyRunner",
-    "FinishedAtGithub",
-    "Phase",
-    "PredecessorReport",
-    "ReconcileReport",
-    "ReconcileSettings",
-    "ScalesetApi",
-    "SpecReport",
-    "blocked_message",
-    "preview",
-    "reconcile",
-    "retry_message",
-    "status_message",
-]
 
 logger = logging.getLogger(__name__)
 

@@ -13,18 +13,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from workload import service
-from workload.config import GarmConfig, OpenStackProvider, PostgresConfig, ProxyConfig, TlsFiles
+from workload.config import GarmConfig, ProxyConfig
 from workload.host import (
-    COMMAND_TIMEOUT_SECONDS,
     SYSTEM_USER,
-    TIMED_OUT,
     CommandError,
-    CommandResult,
     IdLookup,
     Paths,
-    ResourceError,
     Runner,
-    WorkloadError,
     lookup_ids,
     machine_arch,
     read_text,
@@ -33,53 +28,9 @@ from workload.host import (
     write_atomic,
 )
 from workload.install import Installer
-from workload.releases import (
-    GARM_RELEASE,
-    GARM_RESOURCE,
-    PROVIDER_RELEASE,
-    PROVIDER_RESOURCE,
-    Fetcher,
-    Release,
-    fetch_url,
-)
+from workload.releases import Fetcher, fetch_url
 from workload.rendering import RenderedFile, render_files, rendered_provider_names, write_files
-from workload.version import (
-    VERSION_TIMEOUT_SECONDS,
-    garm_built_after_v0_2_1,
-    garm_version_has_proxy_section,
-    garm_version_supports_postgresql,
-    installed_version,
-    parse_garm_version,
-)
-
-__all__ = [
-    "COMMAND_TIMEOUT_SECONDS",
-    "GARM_RELEASE",
-    "GARM_RESOURCE",
-    "PROVIDER_RELEASE",
-    "PROVIDER_RESOURCE",
-    "TIMED_OUT",
-    "VERSION_TIMEOUT_SECONDS",
-    "CommandError",
-    "CommandResult",
-    "GarmConfig",
-    "IdLookup",
-    "OpenStackProvider",
-    "Paths",
-    "PostgresConfig",
-    "ProxyConfig",
-    "Release",
-    "ResourceError",
-    "Runner",
-    "TlsFiles",
-    "Workload",
-    "WorkloadError",
-    "garm_built_after_v0_2_1",
-    "garm_version_has_proxy_section",
-    "garm_version_supports_postgresql",
-    "parse_garm_version",
-    "run_command",
-]
+from workload.version import installed_version
 
 
 class Workload:

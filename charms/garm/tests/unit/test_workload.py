@@ -1,4 +1,4 @@
-"""workload.py against a temporary root, a recording command runner and a fake systemctl."""
+"""workload against a temporary root, a recording command runner and a fake systemctl."""
 
 from __future__ import annotations
 
@@ -21,8 +21,7 @@ import yaml
 from fake_systemctl import FAILURE_OUTPUT, FakeSystemctl, install_fake_systemctl
 
 from doubles.workload_double import this_users_ids
-from workload import install
-from workload import machine as workload
+from workload import host, install, releases
 from workload import version as garm_version
 from workload.config import GarmConfig, OpenStackProvider, PostgresConfig, ProxyConfig, TlsFiles
 from workload.host import CommandError, CommandResult, ResourceError, WorkloadError
@@ -42,7 +41,7 @@ class RecordingRunner:
         self.user_exists = True
 
     def __call__(
-        self, argv: Sequence[str], *, timeout: float = workload.COMMAND_TIMEOUT_SECONDS
+        self, argv: Sequence[str], *, timeout: float = host.COMMAND_TIMEOUT_SECONDS
     ) -> CommandResult:
         """Record the command and answer like the real one would."""
         command = list(argv)
@@ -211,7 +210,7 @@ def test_failed_download_names_the_resource(tmp_path: Path, runner: RecordingRun
     assert not work.paths.garm_binary.exists()
 
 
-@pytest.mark.parametrize("release", [workload.GARM_RELEASE, workload.PROVIDER_RELEASE])
+@pytest.mark.parametrize("release", [releases.GARM_RELEASE, releases.PROVIDER_RELEASE])
 def test_pinned_hashes_are_sha256_or_absent(release: Release):
     """Arrange: the pinned release table. Act: read every hash.
 
@@ -280,7 +279,7 @@ def test_download_with_wrong_sha256_is_refused(
 
 
 def _pin(monkeypatch: pytest.MonkeyPatch, name: str, content: bytes) -> None:
-    release: Release = getattr(workload, name)
+    release: Release = getattr(releases, name)
     pinned = Release(
         resource=release.resource,
         version=release.version,
@@ -1068,7 +1067,7 @@ def test_version_runs_garm_dash_dash_version(installed: Workload, runner: Record
 
     assert version == "v0.2.1"
     assert runner.commands[-1] == [str(installed.paths.garm_binary), "--version"]
-    assert runner.timeouts[-1] == workload.VERSION_TIMEOUT_SECONDS
+    assert runner.timeouts[-1] == garm_version.VERSION_TIMEOUT_SECONDS
 
 
 # Go's `flag` parsing as in v0.2.1: `--version` prints, anything else would run the server.
@@ -1138,9 +1137,9 @@ def test_run_command_reports_a_timeout_as_a_failure():
 
     Assert: a failed CommandResult saying it timed out, not an exception.
     """
-    result = workload.run_command(["sleep", "30"], timeout=0.2)
+    result = host.run_command(["sleep", "30"], timeout=0.2)
 
-    assert result.returncode == workload.TIMED_OUT
+    assert result.returncode == host.TIMED_OUT
     assert "timed out" in result.stderr
 
 
@@ -1158,7 +1157,7 @@ def test_run_command_reports_a_timeout_as_a_failure():
 )
 def test_parse_garm_version(output: str, expected: str):
     """Arrange: what `garm --version` might print. Act: parse. Assert: the bare version."""
-    assert workload.parse_garm_version(output) == expected
+    assert garm_version.parse_garm_version(output) == expected
 
 
 @pytest.mark.parametrize(
@@ -1189,8 +1188,8 @@ def test_garm_version_supports_postgresql(version: str, supported: bool | None):
 
     Assert: only builds past v0.2.1 have it; unknown builds give None.
     """
-    assert workload.garm_version_supports_postgresql(version) is supported
-    assert workload.garm_version_has_proxy_section(version) is supported
+    assert garm_version.garm_version_supports_postgresql(version) is supported
+    assert garm_version.garm_version_has_proxy_section(version) is supported
 
 
 def test_proxy_from_juju_environment():
@@ -1252,7 +1251,7 @@ def test_a_failed_password_reset_never_repeats_its_output(tmp_path: Path):
 
     work = Workload(tmp_path, runner=echoing, fetcher=_no_network, arch="amd64")
 
-    with pytest.raises(workload.CommandError) as caught:
+    with pytest.raises(CommandError) as caught:
         work.reset_admin_password("admin", "secret-Password-2")
 
     assert "exit status 2" in str(caught.value)
