@@ -59,16 +59,7 @@ class GarmClient:
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         ca_cert: str = "",
     ) -> None:
-        """Bind the client to GARM at `base_url`.
-
-        Args:
-            base_url: GARM's address, `http://` or `https://`.
-            token: a bearer token to start with.
-            connect_timeout: seconds to wait for a connection.
-            read_timeout: seconds to wait for an answer.
-            ca_cert: PEM CA(s) an `https://` GARM's certificate must chain to; empty trusts the
-                system's CAs. The certificate is always verified.
-        """
+        """Bind the client to GARM at `base_url`; the arguments are `GarmTransport`'s."""
         self._transport = GarmTransport(
             base_url,
             token,
