@@ -645,15 +645,9 @@ def test_an_answer_cut_short_is_an_outage(truncating_server: str):
 
 def test_module_import_does_not_load_the_generated_client():
     """Arrange: a fresh interpreter. Act: import garm_api. Assert: garm_client is not loaded."""
-    import subprocess  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-
-    src = Path(garm_api.__file__).parents[1]
     code = "import sys, garm_api; print('garm_client' in sys.modules, 'pydantic' in sys.modules)"
 
-    output = subprocess.run(
-        [sys.executable, "-c", code], cwd=src, capture_output=True, text=True, check=True
-    ).stdout
+    output = in_a_fresh_interpreter(code)
 
     assert output.split() == ["False", "False"]
 
@@ -665,9 +659,6 @@ def test_a_converged_hook_loads_nothing_of_the_generated_client(httpserver: HTTP
     Assert: nothing of the generated client was loaded, nor urllib3, pydantic or dateutil
     (ADR 0001, amendments).
     """
-    import subprocess  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-
     httpserver.expect_request("/api/v1/auth/login", method="POST").respond_with_json(
         {"token": "new.jwt.token"}
     )
@@ -687,13 +678,7 @@ def test_a_converged_hook_loads_nothing_of_the_generated_client(httpserver: HTTP
         "print(len(client.list_scalesets()), [m for m in sys.modules if m.startswith(prefixes)])\n"
     )
 
-    output = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=Path(garm_api.__file__).parents[1],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    output = in_a_fresh_interpreter(code)
 
     count, loaded = output.split(" ", 1)
     assert int(count) > 0
@@ -1226,9 +1211,6 @@ def test_a_write_loads_only_its_generated_api_class(httpserver: HTTPServer):
     Act: delete a scale set. Assert: of the generated API classes only `scalesets_api` was
     loaded.
     """
-    import subprocess  # noqa: PLC0415
-    import sys  # noqa: PLC0415
-
     answer_with(httpserver, "DELETE", "/scalesets/1", "")
     code = (
         "import sys, garm_api\n"
@@ -1237,12 +1219,20 @@ def test_a_write_loads_only_its_generated_api_class(httpserver: HTTPServer):
         "print(sorted(m for m in sys.modules if m.startswith('garm_client.api.')))\n"
     )
 
-    output = subprocess.run(
+    output = in_a_fresh_interpreter(code)
+
+    assert output.strip() == "['garm_client.api.scalesets_api']"
+
+
+def in_a_fresh_interpreter(code: str) -> str:
+    """What `code` prints when run by a new Python with the charm's src/ as its directory."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    return subprocess.run(
         [sys.executable, "-c", code],
         cwd=Path(garm_api.__file__).parents[1],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-
-    assert output.strip() == "['garm_client.api.scalesets_api']"
