@@ -119,7 +119,11 @@ def untrusted_server_context(directory: Path) -> ssl.SSLContext:
     The certificate is valid in every other respect, so a client that refuses it refuses it for
     its issuer alone.
     """
-    issuer = Issuer()
+    return localhost_server_context(Issuer(), directory)
+
+
+def localhost_server_context(issuer: Issuer, directory: Path) -> ssl.SSLContext:
+    """A TLS server context for `localhost` and 127.0.0.1 with a certificate `issuer` signed."""
     assert issuer.ca is not None
     key = PrivateKey.generate()
     names = CertificateRequestAttributes(

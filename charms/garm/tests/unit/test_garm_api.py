@@ -8,7 +8,6 @@ from a recording.
 from __future__ import annotations
 
 import base64
-import datetime
 import json
 import logging
 import socket
@@ -20,19 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from charmlibs.interfaces.tls_certificates import (
-    Certificate,
-    CertificateRequestAttributes,
-    CertificateSigningRequest,
-    PrivateKey,
-)
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
 import garm_api.client
-from doubles.tls_publication import Issuer, server_context, untrusted_server_context
+from doubles.tls_publication import Issuer, localhost_server_context, untrusted_server_context
 from garm_api import (
     EntityKind,
     GarmApiError,
@@ -979,16 +972,7 @@ def issuer() -> Issuer:
 @pytest.fixture
 def https_garm(tmp_path: Path, issuer: Issuer) -> Iterator[HTTPServer]:
     """GARM over HTTPS on 127.0.0.1 with a certificate `issuer` signed for it."""
-    assert issuer.ca is not None
-    key = PrivateKey.generate()
-    names = CertificateRequestAttributes(
-        common_name="localhost", sans_dns=("localhost",), sans_ip=("127.0.0.1",)
-    )
-    csr = CertificateSigningRequest.generate(names, key)
-    certificate = Certificate.generate(csr, issuer.ca, issuer.ca_key, datetime.timedelta(days=1))
-    server = HTTPServer(
-        host="127.0.0.1", ssl_context=server_context(str(certificate), str(key), tmp_path)
-    )
+    server = HTTPServer(host="127.0.0.1", ssl_context=localhost_server_context(issuer, tmp_path))
     server.start()
     try:
         yield server
