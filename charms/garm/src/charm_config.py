@@ -95,9 +95,8 @@ class CharmConfig:
 class CharmState:
     """What one hook reads from Juju once, validated: the config, the leadership, the proxy.
 
-    Built once per hook or action (`from_juju`, in the style of haproxy-operator's
-    `CharmState.from_charm`) and passed to everything the hook does, so no step reads or
-    validates the config again.
+    Built once per hook or action (`from_juju`) and passed to everything the hook does, so no
+    step reads or validates the config again.
 
     Attributes:
         config: the charm's options.
