@@ -164,9 +164,9 @@ def test_the_owners_unreadable_publication_never_hands_its_set_to_the_rival(
     """Arrange: `small` is served; its publication becomes unreadable; `rival` publishes `small`.
 
     Act: hooks past the grace and the drain timeout's first minutes.
-    Assert: GARM's scale sets are unchanged (no write: the owner's set is neither retired nor replaced, the
-    rival creates nothing); Blocked naming the owner's relation first (what to fix), the rest
-    counted; the log says the rival takes nothing of the owner's set.
+    Assert: GARM's scale sets are unchanged (no write: the owner's set is neither retired nor
+    replaced, the rival creates nothing); Blocked naming the owner's relation first (what to
+    fix), the rest counted; the log says the rival takes nothing of the owner's set.
     """
     ctx, state, before = owner_served(sim, resources, app_key)
     (owned,) = state.relations
@@ -197,9 +197,9 @@ def test_the_owners_unreadable_publication_never_hands_its_set_to_the_rival(
 def test_the_owners_relation_readded_with_a_higher_id_changes_nothing(
     sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
 ):
-    """Arrange: GARM serves `small` for the owner; the rival's relation has the lower id and the
-    owner's relation was re-added (a higher id); a new leader runs (no state but GARM's).
+    """Arrange: the owner's set is served; its relation is re-added (a higher id than the rival's).
 
+    A new leader runs (no state but GARM's).
     Act: hooks on that leader past the grace.
     Assert: no scale-set write reached GARM; Blocked naming both.
     """
