@@ -143,6 +143,7 @@ def desired_from(
             installation_id=app.installation_id,
             private_key_pem=secrets.github_app_private_key.encode(),
         ),
+        application=app_name,
     )
     return spec, provider, binding
 

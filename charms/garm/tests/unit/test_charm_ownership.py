@@ -44,9 +44,9 @@ def sim(monkeypatch: pytest.MonkeyPatch) -> Iterator[GarmSim]:
 
 
 def publication(
-    app: str, app_key: str, *, entity_owner: str = "acme"
+    app: str, app_key: str, *, entity_owner: str = "acme", name: str = "small"
 ) -> tuple[testing.Relation, list[testing.Secret]]:
-    """Configurator `app` publishing the scale set `small`, with the secrets it granted."""
+    """Configurator `app` publishing the scale set `name` (App 123/456), with its secrets."""
     password = testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD, "app": app})
     key = testing.Secret(tracked_content={"private-key": app_key, "app": app})
     databag = published_databag(
@@ -54,6 +54,7 @@ def publication(
     )
     scaleset = json.loads(databag["scaleset"])
     scaleset["entity"]["owner"] = entity_owner
+    scaleset["name"] = name
     databag["scaleset"] = json.dumps(scaleset)
     relation = testing.Relation("garm-configurator", remote_app_name=app, remote_app_data=databag)
     return relation, [password, key]
@@ -221,3 +222,48 @@ def test_the_owners_relation_readded_with_a_higher_id_changes_nothing(
     assert scalesets(sim) == [before]
     assert isinstance(out.unit_status, ops.BlockedStatus)
     assert f"'{RIVAL}' and '{OWNER}'" in out.unit_status.message
+
+
+@pytest.mark.parametrize("owner_readable", [True, False])
+def test_a_rival_with_another_key_for_the_same_app_never_overwrites_the_owners(
+    sim: GarmSim,
+    workload: RecordingWorkload,
+    resources: frozenset[testing.Resource],
+    app_key: str,
+    owner_readable: bool,
+):
+    """Arrange: `small` is served through App 123/456; then `rival` relates.
+
+    `rival` publishes its own scale set and org through App 123/456 with another key; the
+    owner's publication is readable or not.
+
+    Act: hooks past the grace.
+    Assert: GARM's credentials are as they were (the owner's key); with both readable the
+    status names both configurators.
+    """
+    ctx, state, _ = owner_served(sim, resources, app_key)
+    (before,) = credentials(sim)
+    (owned,) = state.relations
+    assert isinstance(owned, testing.Relation)
+    if not owner_readable:
+        owned = dataclasses.replace(
+            owned, remote_app_data={**owned.remote_app_data, "version": "99"}
+        )
+    relation, secrets = publication(RIVAL, pkcs1_app_key(), entity_owner="evil", name="other")
+    state = dataclasses.replace(
+        state, relations={owned, relation}, secrets={*state.secrets, *secrets}
+    )
+
+    out = passes(ctx, sim, ctx.run(ctx.on.relation_changed(relation), state))
+
+    assert credentials(sim) == [before]
+    assert isinstance(out.unit_status, ops.BlockedStatus)
+    if owner_readable:
+        assert f"{RIVAL} and {OWNER}" in out.unit_status.message
+
+
+def credentials(sim: GarmSim) -> list[object]:
+    """GARM's GitHub credentials, as GARM lists them."""
+    from garm_api import GarmClient  # noqa: PLC0415 - one client per look
+
+    return list(GarmClient(sim.url, token=sim.token()).list_github_credentials())
