@@ -66,7 +66,7 @@ def _contested_report(name: str, applications: Sequence[str]) -> SpecReport:
         name,
         Phase.BLOCKED,
         message=message,
-        status=f"published by both {publishers}: rename it in all but one",
+        status=f"published by both {publishers}: rename one",
         errors=[message],
     )
 
@@ -116,10 +116,7 @@ def held_report(spec: ScalesetSpec, live_name: str, held: Sequence[tuple[str, st
             f"cannot be read now; {spec.application or 'this configurator'} takes nothing of "
             f"it: fix {owner}'s relation, or rename one of the two"
         )
-        status = (
-            f"name held by set {short_name(scaleset)} of {short_name(owner)}: "
-            "fix that relation or rename"
-        )
+        status = f"held by {short_name(scaleset)} of {short_name(owner)}: fix that app or rename"
     return SpecReport(
         spec.name,
         Phase.BLOCKED,

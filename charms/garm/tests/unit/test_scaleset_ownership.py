@@ -19,7 +19,8 @@ from garm_api import GarmUnreachable
 from garm_api.models import ScaleSet
 from scaleset_reconciler import Phase, blocked_message
 from scaleset_reconciler.marker import Marker, parse_marker
-from scaleset_reconciler.report import STATUS_LIMIT
+from scaleset_reconciler.ownership import EARLIER_VERSION, held_report, one_spec_per_name
+from scaleset_reconciler.report import STATUS_LIMIT, short_name
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 
 APPS = ("a", "b")
@@ -314,3 +315,22 @@ def _assert_no_contested_create(garm: MemoryGarm, calls: int, specs: list[Scales
     }
     created = [c.args[2].name for c in garm.log[calls:] if c.operation == "create_scaleset"]
     assert not [name for name in created if name.split("-")[0] in contested]
+
+
+def test_ownership_status_texts_fit_whole_with_the_longest_names():
+    """Arrange: a 63-character scale-set name, 50-character applications and set names.
+
+    Act: the contested, held and earlier-version reports.
+    Assert: each status text, with its scale-set prefix, is at most 120 characters uncut.
+    """
+    name, app, other = "n" * 63, "a" * 50, "b" * 50
+    spec = spec_of(app, name)
+    reports = [
+        one_spec_per_name([spec, spec_of(other, name)])[2][0],
+        held_report(spec, "x", [("s" * 64, other)]),
+        held_report(spec, "x", [("s" * 64, EARLIER_VERSION)]),
+    ]
+
+    texts = [f"{short_name(report.logical)}: {report.status}" for report in reports]
+
+    assert all(len(text) <= STATUS_LIMIT for text in texts), texts
