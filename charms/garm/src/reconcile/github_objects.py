@@ -136,7 +136,7 @@ def reconcile_github(
     report.problems.update(conflicts)
     apps = _distinct_apps(agreed)
     ready_credentials = _reconcile_credentials(api, apps, endpoint, report, complete=complete)
-    entity_bindings = _entity_bindings(agreed, report)
+    entity_bindings = _entity_bindings(agreed)
     _reconcile_entities(
         api,
         entity_bindings,
@@ -213,18 +213,11 @@ def _ensure_credentials(
         report.writes.append(f"updated credentials {app.credentials_name}")
 
 
-def _entity_bindings(
-    bindings: Sequence[EntityBinding], report: GithubReport
-) -> list[EntityBinding]:
-    """Keep one binding per entity: the first, warning when a later one names another App."""
+def _entity_bindings(bindings: Sequence[EntityBinding]) -> list[EntityBinding]:
+    """Keep one binding per entity (agreed bindings of one entity all name the same App)."""
     chosen: dict[tuple[EntityKind, str], EntityBinding] = {}
     for binding in bindings:
-        first = chosen.setdefault(_entity_key(binding.entity), binding)
-        if first.app.credentials_name != binding.app.credentials_name:
-            report.warnings.append(
-                f"{binding.entity} is configured with two GitHub Apps; using "
-                f"{first.app.credentials_name}, ignoring {binding.app.credentials_name}"
-            )
+        chosen.setdefault(_entity_key(binding.entity), binding)
     return list(chosen.values())
 
 
