@@ -127,24 +127,6 @@ def test_one_bad_key_does_not_stop_the_others(sim: GarmSim, client: GarmClient, 
     assert client.list_entities(EntityKind.ORGANIZATION) == []
 
 
-def test_two_apps_for_one_entity_first_wins_with_a_warning(client: GarmClient, app_key: bytes):
-    """Arrange: two configurators name the same org with different Apps.
-
-    Act: reconcile. Assert: the first App serves the org; a warning names both.
-    """
-    first, second = GithubApp(11, 22, app_key), GithubApp(33, 44, app_key)
-
-    report = reconcile_github(
-        client, [EntityBinding(ORG, first), EntityBinding(EntityRef(ORG.kind, "Acme"), second)]
-    )
-
-    (org,) = client.list_entities(EntityKind.ORGANIZATION)
-    assert org.credentials_name == "garm-app-11-22"
-    assert report.warnings == [
-        "Acme is configured with two GitHub Apps; using garm-app-11-22, ignoring garm-app-33-44"
-    ]
-
-
 def test_outage_propagates(sim: GarmSim, client: GarmClient, app_key: bytes):
     """Arrange: GARM refuses connections. Act: reconcile. Assert: GarmUnreachable, not a report."""
     with sim.refusing_connections(), pytest.raises(GarmUnreachable):

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from garm_api import GithubEndpoint, Instance, ScaleSet
 from reconcile.desired_state import DesiredState
+from reconcile.github_agreement import apps_by_entity
 from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
 from reconcile.github_objects import GithubReport, reconcile_github
 from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
@@ -36,7 +37,6 @@ from scaleset_reconciler import (
     retry_message,
     status_message,
 )
-from scaleset_reconciler.plan import entity_key
 from scaleset_reconciler.report import SpecReport, fit
 from workload.config import ProxyConfig
 
@@ -83,7 +83,7 @@ def reconcile_objects(
     With `proxy` (the model's), the scale-set pass asks GitHub, through it, whether busy
     runners of retired scale sets still exist, and removes those whose jobs ended (ADR 0015).
     """
-    github = reconcile_github(api, desired.bindings)
+    github = reconcile_github(api, desired.bindings, complete=desired.complete)
     for warning in github.warnings:
         logger.warning("%s", warning)
     templates = sync_templates(api, dict(desired.runner_templates))
@@ -115,17 +115,13 @@ def reconcile_objects(
 
 
 def _runner_check(api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig) -> RunnerCheck:
-    """Ask GitHub where GARM does, as the App each configurator gave for its entity."""
+    """Ask GitHub where GARM does, as the App the configurators agree on for each entity."""
 
     def endpoint() -> GithubEndpoint | None:
         endpoints = api.list_github_endpoints()
         return next((e for e in endpoints if e.name == GITHUB_ENDPOINT), None)
 
-    apps = {
-        entity_key(binding.entity.kind, binding.entity.name): binding.app
-        for binding in desired.bindings
-    }
-    return RunnerCheck(endpoint, apps, proxy)
+    return RunnerCheck(endpoint, apps_by_entity(desired.bindings), proxy)
 
 
 def _blocked(

@@ -7,7 +7,9 @@ different fingerprint means the key was rotated and the credentials are updated 
 
 Entities (organizations, repositories) are matched case-insensitively, as GARM's duplicate check
 does. An entity is created with a random webhook secret because GARM insists on one even for
-scale sets, which use no webhooks. Nothing here deletes credentials or entities: that happens
+scale sets, which use no webhooks. Configurators sharing an installation or an entity must agree
+on it, and while one of them is unreadable nothing existing is changed (`github_agreement`,
+ADR 0018). Nothing here deletes credentials or entities: that happens
 after the scale-set pass, bottom-up, in `github_cleanup` (GARM refuses to delete an entity that
 has scale sets, and credentials that an entity uses).
 """
@@ -23,6 +25,7 @@ from typing import Protocol
 
 from garm_api import GarmApiError, InvalidRequest
 from garm_api.models import Entity, EntityKind, GithubCredentials
+from reconcile.github_agreement import agreed_bindings
 from scaleset_reconciler.spec import EntityRef
 
 logger = logging.getLogger(__name__)
@@ -95,10 +98,14 @@ class GithubApp:
 
 @dataclasses.dataclass(frozen=True)
 class EntityBinding:
-    """One configurator's need: this entity, reached through this App."""
+    """One configurator's need: this entity, reached through this App.
+
+    `application` is the configurator that published it, named in conflicts.
+    """
 
     entity: EntityRef
     app: GithubApp
+    application: str = ""
 
 
 @dataclasses.dataclass
@@ -116,17 +123,28 @@ def reconcile_github(
     *,
     endpoint: str = "github.com",
     new_webhook_secret: Callable[[], str] = lambda: secrets.token_urlsafe(32),
+    complete: bool = True,
 ) -> GithubReport:
     """Create or update credentials, then entities, so every binding can be served.
 
     A refusal for one credentials object or entity is reported and the others go on; an outage
-    (`GarmUnreachable`) propagates at once.
+    (`GarmUnreachable`) propagates at once. Bindings the configurators disagree on are reported
+    and left alone; without `complete` (a configurator is unreadable) nothing existing changes.
     """
     report = GithubReport()
-    apps = _distinct_apps(bindings)
-    ready_credentials = _reconcile_credentials(api, apps, endpoint, report)
-    entity_bindings = _entity_bindings(bindings, report)
-    _reconcile_entities(api, entity_bindings, ready_credentials, new_webhook_secret, report)
+    agreed, conflicts = agreed_bindings(bindings)
+    report.problems.update(conflicts)
+    apps = _distinct_apps(agreed)
+    ready_credentials = _reconcile_credentials(api, apps, endpoint, report, complete=complete)
+    entity_bindings = _entity_bindings(agreed)
+    _reconcile_entities(
+        api,
+        entity_bindings,
+        ready_credentials,
+        new_webhook_secret,
+        report,
+        complete=complete,
+    )
     return report
 
 
@@ -138,18 +156,27 @@ def _distinct_apps(bindings: Iterable[EntityBinding]) -> list[GithubApp]:
 
 
 def _reconcile_credentials(
-    api: GithubApi, apps: list[GithubApp], endpoint: str, report: GithubReport
+    api: GithubApi,
+    apps: list[GithubApp],
+    endpoint: str,
+    report: GithubReport,
+    *,
+    complete: bool,
 ) -> set[str]:
-    """Return the names of the credentials that exist with the wanted settings."""
+    """Return the names of the credentials that exist (with the wanted settings if complete).
+
+    Without `complete`, existing credentials are kept as they are: an unreadable configurator
+    may publish the same installation with the key they hold.
+    """
     if not apps:
         return set()
     existing = {c.name.lower(): c for c in api.list_github_credentials()}
     ready: set[str] = set()
     for app in apps:
+        current = existing.get(app.credentials_name.lower())
         try:
-            _ensure_credentials(
-                api, app, existing.get(app.credentials_name.lower()), endpoint, report
-            )
+            if current is None or complete:
+                _ensure_credentials(api, app, current, endpoint, report)
         except (GarmApiError, InvalidRequest) as error:
             report.problems[app.credentials_name] = str(error)
             logger.warning("GitHub App credentials %s: %s", app.credentials_name, error)
@@ -186,18 +213,11 @@ def _ensure_credentials(
         report.writes.append(f"updated credentials {app.credentials_name}")
 
 
-def _entity_bindings(
-    bindings: Sequence[EntityBinding], report: GithubReport
-) -> list[EntityBinding]:
-    """Keep one binding per entity: the first, warning when a later one names another App."""
+def _entity_bindings(bindings: Sequence[EntityBinding]) -> list[EntityBinding]:
+    """Keep one binding per entity (agreed bindings of one entity all name the same App)."""
     chosen: dict[tuple[EntityKind, str], EntityBinding] = {}
     for binding in bindings:
-        first = chosen.setdefault(_entity_key(binding.entity), binding)
-        if first.app.credentials_name != binding.app.credentials_name:
-            report.warnings.append(
-                f"{binding.entity} is configured with two GitHub Apps; using "
-                f"{first.app.credentials_name}, ignoring {binding.app.credentials_name}"
-            )
+        chosen.setdefault(_entity_key(binding.entity), binding)
     return list(chosen.values())
 
 
@@ -211,6 +231,8 @@ def _reconcile_entities(
     ready_credentials: set[str],
     new_webhook_secret: Callable[[], str],
     report: GithubReport,
+    *,
+    complete: bool,
 ) -> None:
     for kind in sorted({binding.entity.kind for binding in bindings}):
         existing = {e.name.lower(): e for e in api.list_entities(kind)}
@@ -221,10 +243,11 @@ def _reconcile_entities(
                     name, f"waiting for credentials {binding.app.credentials_name}"
                 )
                 continue
+            current = existing.get(name.lower())
+            if current is not None and not complete:
+                continue  # not re-pointed: an unreadable configurator may serve it
             try:
-                _ensure_entity(
-                    api, binding, existing.get(name.lower()), new_webhook_secret, report
-                )
+                _ensure_entity(api, binding, current, new_webhook_secret, report)
             except GarmApiError as error:
                 report.problems[name] = str(error)
                 logger.warning("GitHub entity %s: %s", name, error)

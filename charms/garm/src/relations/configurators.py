@@ -123,6 +123,7 @@ def desired_from(
         # Every runner boots from a config drive; the runner options add their own specs.
         extra_specs={**RUNNER_EXTRA_SPECS, **extra_specs(runner)},
         template_name=template_name(scaleset.name) if runner.needs_template() else None,
+        application=app_name,
     )
     provider = OpenStackProvider(
         name=name,
@@ -142,6 +143,7 @@ def desired_from(
             installation_id=app.installation_id,
             private_key_pem=secrets.github_app_private_key.encode(),
         ),
+        application=app_name,
     )
     return spec, provider, binding
 

@@ -3,12 +3,16 @@
 GARM stores `extended_state` as a free string, lets clients write it on update and returns it in
 list responses (garm-behaviour B16). The charm writes a small JSON object there:
 
-    {"config":"<16 hex>","enabled-at":"<RFC 3339>","logical":"small",
+    {"application":"cfg-small","config":"<16 hex>","enabled-at":"<RFC 3339>","logical":"small",
      "managed-by":"garm-charm","retired-at":"<RFC 3339>","delete-failures":2,
      "delete-retry-at":"<RFC 3339>"}
 
 - `managed-by` and `logical` prove the charm made the scale set and say for which spec; a scale
   set without them is hand-made and never touched.
+- `application` is the garm-configurator application whose spec made (or adopted) the scale
+  set: a spec never adopts, retires or deletes a scale set whose marker names another
+  application. A marker without it was written by an earlier charm version; it is adopted by
+  the one spec of the same name and entity, and stamped (docs/adr/0018-scale-set-ownership.md).
 - `config` is a hash of the fields list responses omit (`extra_specs`, the template), so a pass
   can tell whether they changed without one GET per scale set.
 - `retired-at` starts the drain clock; it is written in the same PUT that retires, so the clock
@@ -40,6 +44,7 @@ class Marker:
 
     logical: str
     config: str = ""
+    application: str = ""
     retired_at: datetime.datetime | None = None
     enabled_at: datetime.datetime | None = None
     delete_failures: int = 0
@@ -58,6 +63,8 @@ class Marker:
             "logical": self.logical,
             "config": self.config,
         }
+        if self.application:
+            body["application"] = self.application
         if self.retired_at is not None:
             body["retired-at"] = _format_time(self.retired_at)
         if self.enabled_at is not None:
@@ -86,9 +93,11 @@ def parse_marker(extended_state: str) -> Marker | None:
     if fields.get("managed-by") != MANAGED_BY or not isinstance(logical, str) or not logical:
         return None
     config = fields.get("config")
+    application = fields.get("application")
     return Marker(
         logical=logical,
         config=config if isinstance(config, str) else "",
+        application=application if isinstance(application, str) else "",
         retired_at=_parse_time(fields.get("retired-at")),
         enabled_at=_parse_time(fields.get("enabled-at")),
         delete_failures=_count(fields.get("delete-failures")),

@@ -31,6 +31,7 @@ from scaleset_reconciler.naming import (
 )
 from scaleset_reconciler.naming import live_name as spec_live_name
 from scaleset_reconciler.naming import stem as spec_stem
+from scaleset_reconciler.ownership import claims, held_report, holder, one_spec_per_name
 from scaleset_reconciler.report import (
     Phase,
     PredecessorReport,
@@ -168,10 +169,13 @@ class Prepared:
 
 
 def prepare(specs: Sequence[ScalesetSpec], settings: ReconcileSettings) -> Prepared:
-    """Validate specs, drop duplicates (the first wins) and compute live names."""
-    unique, warnings = _first_of_each_name(specs)
+    """Validate specs, drop duplicates (the first wins) and compute live names.
+
+    A name several applications publish is refused for all of them (`ownership`).
+    """
+    unique, warnings, contested = one_spec_per_name(specs)
     entries: list[SpecEntry] = []
-    rejected: list[SpecReport] = []
+    rejected: list[SpecReport] = list(contested)
     taken: dict[str, str] = {}
     for spec in unique:
         problems = validate_spec(spec, settings)
@@ -195,7 +199,7 @@ def prepare(specs: Sequence[ScalesetSpec], settings: ReconcileSettings) -> Prepa
         {entry.live_name: entry.spec.name for entry in entries},
         {e.spec.name: spec_stem(e.spec.name, settings.max_name_length) for e in entries},
     )
-    names = frozenset(spec.name for spec in unique)
+    names = frozenset(spec.name for spec in specs)
     return Prepared(entries, rejected, warnings, names, index, settings.max_name_length)
 
 
@@ -234,21 +238,6 @@ def desired_create(spec: ScalesetSpec, name: str) -> ScaleSetCreate:
     )
 
 
-def _first_of_each_name(
-    specs: Sequence[ScalesetSpec],
-) -> tuple[list[ScalesetSpec], list[str]]:
-    first: dict[str, ScalesetSpec] = {}
-    warnings: list[str] = []
-    for spec in specs:
-        kept = first.setdefault(spec.name, spec)
-        if kept is not spec and kept != spec:
-            warnings.append(
-                f"scale set {spec.name!r} is configured more than once with different "
-                "settings; the first one is used"
-            )
-    return list(first.values()), warnings
-
-
 # Grouping observed scale sets -----------------------------------------------------------------
 
 
@@ -270,6 +259,8 @@ class Family:
     live: Member | None = None
     predecessors: list[Member] = dataclasses.field(default_factory=list[Member])
     foreign: list[str] = dataclasses.field(default_factory=list[str])
+    # Scale sets of this name the spec does not claim: (name, holder) (`ownership`).
+    held: list[tuple[str, str]] = dataclasses.field(default_factory=list[tuple[str, str]])
 
 
 @dataclasses.dataclass
@@ -283,8 +274,10 @@ class Grouping:
 def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
     """Sort observed scale sets into the specs' families and the charm's orphans.
 
-    A spec's live name is always its own; a scale set carrying this charm's marker belongs to
-    the spec the marker names (an orphan if no spec has that name); an unmarked scale set
+    A spec's live name is always its own unless its marker names another application; a scale
+    set carrying this charm's marker belongs to the spec the marker names if the spec claims
+    it (`ownership.claims`), else it is held by its owner and an orphan (swept only when every
+    configurator is readable); an orphan too if no spec has that name; an unmarked scale set
     whose name is in a family is adopted only if its name is the one the charm would have
     given it (it was created just before a marker could be written); anything else is
     hand-made and left alone.
@@ -298,10 +291,15 @@ def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
         owner = prepared.index.owner(scaleset.name)
         family = families.get(owner) if owner is not None else None
         is_live = prepared.index.live_owner(scaleset.name) is not None
-        if family is not None and family.live is None and is_live:
+        if (
+            family is not None
+            and family.live is None
+            and is_live
+            and _live_claim(owner, specs, member)
+        ):
             family.live = member
         elif member.marker is not None:
-            _place_marked(member, member.marker, prepared, families, orphans)
+            _place_marked(member, member.marker, prepared, (families, specs), orphans)
         elif family is not None and owner is not None:
             _place_unmarked(member, specs[owner], family, prepared.max_name_length)
     for entry in prepared.entries:
@@ -332,16 +330,26 @@ def attempt_of(member: Member) -> int:
     return member.attempt
 
 
+def _live_claim(owner: str | None, specs: Mapping[str, ScalesetSpec], member: Member) -> bool:
+    """Whether the spec whose live name the member has claims it (its marker may say not)."""
+    return owner is not None and claims(specs[owner], member.scaleset, member.marker)
+
+
 def _place_marked(
     member: Member,
     marker: Marker,
     prepared: Prepared,
-    families: Mapping[str, Family],
+    by_name: tuple[Mapping[str, Family], Mapping[str, ScalesetSpec]],
     orphans: list[Member],
 ) -> None:
+    families, specs = by_name
     family = families.get(marker.logical)
-    if family is not None:
+    if family is not None and claims(specs[marker.logical], member.scaleset, marker):
         family.predecessors.append(member)
+    elif family is not None:
+        # Another configurator's: an orphan only once every configurator is readable.
+        family.held.append((member.scaleset.name, holder(marker)))
+        orphans.append(member)
     elif marker.logical not in prepared.configured_names:
         orphans.append(member)
     # Otherwise its spec exists but was rejected this pass: leave the family as it is.
@@ -355,6 +363,9 @@ def _place_unmarked(
     Its name is the one the charm gives its labels, or a further attempt at the spec's name.
     """
     scaleset = member.scaleset
+    if not claims(spec, scaleset, None):
+        family.foreign.append(scaleset.name)
+        return
     own_name = name_for(
         spec.name,
         labels=scaleset.labels,
@@ -387,7 +398,12 @@ class Needs:
 
 def needs(prepared: Prepared, grouping: Grouping, *, sweep_orphans: bool) -> Needs:
     """Return what to fetch: entities and providers only to create, instances only to drain."""
-    creating = [e for e in prepared.entries if grouping.families[e.spec.name].live is None]
+    creating = [
+        entry
+        for entry in prepared.entries
+        if grouping.families[entry.spec.name].live is None
+        and (sweep_orphans or not grouping.families[entry.spec.name].held)
+    ]
     retired = [
         member
         for family in grouping.families.values()
@@ -490,6 +506,8 @@ class _Context:
     now: datetime.datetime
     settings: ReconcileSettings
     observed: Observed
+    # Every configurator is readable: a scale set another one holds is an orphan, not a claim.
+    sweep_orphans: bool = False
 
 
 def plan(
@@ -502,7 +520,7 @@ def plan(
     sweep_orphans: bool,
 ) -> Plan:
     """Decide every action of the pass from the specs and what GARM shows."""
-    context = _Context(now, settings, observed)
+    context = _Context(now, settings, observed, sweep_orphans)
     report = ReconcileReport(warnings=list(prepared.warnings))
     actions: list[Action] = []
     for entry in prepared.entries:
@@ -525,6 +543,8 @@ def plan_spec(
 ) -> tuple[SpecReport, list[Action]]:
     """Plan one spec: its live scale set first, then each predecessor."""
     spec = entry.spec
+    if family.held and not context.sweep_orphans:
+        return held_report(spec, entry.live_name, family.held), []
     report = SpecReport(spec.name, Phase.ACTIVE, live_name=entry.live_name)
     report.warnings.extend(
         f"scale set {name!r} looks like a generation of {spec.name!r} but carries no marker "
@@ -550,7 +570,9 @@ def plan_spec(
         actions.append(retry)
     for member in family.predecessors:
         member_ready = ready or _redundant_attempt(spec, member, family.live, context)
-        predecessor, retire_actions = plan_retirement(spec.name, member, member_ready, context)
+        predecessor, retire_actions = plan_retirement(
+            spec.name, member, member_ready, context, application=spec.application
+        )
         report.predecessors.append(predecessor)
         actions.extend(retire_actions)
     _summarise(report, ready)
@@ -572,7 +594,9 @@ def _plan_create(
     ]
     # Serving predecessors wait for the new one; retired ones go on draining meanwhile.
     for member in family.predecessors:
-        predecessor, retire_actions = plan_retirement(spec.name, member, False, context)
+        predecessor, retire_actions = plan_retirement(
+            spec.name, member, False, context, application=spec.application
+        )
         report.predecessors.append(predecessor)
         actions.extend(retire_actions)
     _summarise(report, ready=False)
@@ -593,7 +617,12 @@ def create_action(
         entity_id=entity_id,
         params=desired_create(spec, spec_live_name(spec, max_length, attempt)),
         template_name=spec.template_name,
-        marker=Marker(logical=spec.name, config=config_hash(spec), attempt=attempt),
+        marker=Marker(
+            logical=spec.name,
+            config=config_hash(spec),
+            attempt=attempt,
+            application=spec.application,
+        ),
         spares=spares,
     )
 
@@ -628,6 +657,7 @@ def live_update(spec: ScalesetSpec, live: Member, now: datetime.datetime) -> Upd
         config=hidden,
         enabled_at=now if reenabling else (marker.enabled_at if marker else None),
         attempt=attempt_of(live),
+        application=spec.application,
     )
     if wanted_marker != marker:
         fields["extended_state"] = wanted_marker.render()
@@ -802,15 +832,27 @@ def _serving_since(live: Member) -> datetime.datetime:
 
 
 def plan_retirement(
-    logical: str, member: Member, ready: bool, context: _Context, owner: str | None = None
+    logical: str,
+    member: Member,
+    ready: bool,
+    context: _Context,
+    *,
+    owner: str | None = None,
+    application: str | None = None,
 ) -> tuple[PredecessorReport, list[Action]]:
-    """Plan one predecessor (or orphan): retire it, drain it, force it, delete it."""
+    """Plan one predecessor (or orphan): retire it, drain it, force it, delete it.
+
+    With `application` (a predecessor's spec), the retiring marker records it: a scale set an
+    earlier charm version stamped is adopted once, by that spec.
+    """
     scaleset, marker = member.scaleset, member.marker
     owner = owner or logical
     if marker is None or marker.retired_at is None:
         if not ready:
             return PredecessorReport(scaleset.name, scaleset.id, Phase.ACTIVE), []
         base = marker or Marker(logical=logical)
+        if application is not None:
+            base = dataclasses.replace(base, application=application)
         retired = dataclasses.replace(base, retired_at=context.now)
         return (
             PredecessorReport(scaleset.name, scaleset.id, Phase.HANDING_OVER),

@@ -30,7 +30,9 @@ class ScalesetSpec:
     """One scale set as the operator configured it.
 
     `name` is the logical name; the live name GARM shows adds a hash of what GARM cannot change
-    in place (labels, provider, entity), see `scaleset_reconciler`.
+    in place (labels, provider, entity), see `scaleset_reconciler`. `application` is the
+    garm-configurator application that published it: a spec's family is (application, name),
+    and its scale sets' markers record the application (docs/adr/0018-scale-set-ownership.md).
     """
 
     name: str
@@ -47,3 +49,4 @@ class ScalesetSpec:
     runner_bootstrap_timeout: int = 20
     extra_specs: Mapping[str, Any] = dataclasses.field(default_factory=dict[str, Any])
     template_name: str | None = None
+    application: str = ""
