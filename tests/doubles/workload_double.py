@@ -12,6 +12,28 @@ from workload.host import CommandError, ResourceError
 
 
 @dataclasses.dataclass
+class KeptPasswordDouble:
+    """The root-only pending-password file, in memory; it outlives a hook as the disk does."""
+
+    password: str = ""
+    keep_error: OSError | None = None
+
+    def keep(self, password: str) -> None:
+        """Keep it, or fail like a full disk when told to."""
+        if self.keep_error is not None:
+            raise self.keep_error
+        self.password = password
+
+    def read(self) -> str:
+        """The kept password, or empty."""
+        return self.password
+
+    def forget(self) -> None:
+        """Remove it."""
+        self.password = ""
+
+
+@dataclasses.dataclass
 class RecordingWorkload:
     """Records what the charm asked of the workload and answers like a healthy machine."""
 
@@ -36,6 +58,9 @@ class RecordingWorkload:
     )
     # The metrics token the scrape reads, as the charm last wrote it.
     metrics_token_file: str = ""
+    pending_admin_password: KeptPasswordDouble = dataclasses.field(
+        default_factory=KeptPasswordDouble
+    )
 
     def install(
         self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig

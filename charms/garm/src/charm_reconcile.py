@@ -38,6 +38,7 @@ from reconcile.bootstrap import (
     ensure_secrets,
     wait_until_serving,
 )
+from reconcile.credential_rotation import settle_admin_password
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import reconcile_objects
 from reconcile.metrics_token import token_is_current
@@ -95,6 +96,9 @@ class GarmReconciler:
         self._certificates = certificates
         self._address = address
         self._clock = clock
+        # Set by rotate-credentials: this hook wrote the admin password, and Juju commits that
+        # revision only when the hook ends, so the password kept on disk must stay until then.
+        self.password_uncommitted = False
 
     def stand_down(self) -> None:
         """First, whatever else fails: a unit that is not the leader must not keep GARM running."""
@@ -248,6 +252,16 @@ class GarmReconciler:
             public_url(config, self._address(), tls), tls.ca.encode() if tls else b""
         )
         try:
+            accepted = settle_admin_password(
+                client,
+                self._secrets,
+                self._workload.pending_admin_password,
+                may_forget=not self.password_uncommitted,
+            )
+            if accepted is not None:
+                creds = dataclasses.replace(
+                    creds, admin_password=accepted, pending_admin_password=""
+                )
             bootstrap(client, creds, urls)
         except charm_status.BOOTSTRAP_FAILURES as error:
             return charm_status.bootstrap_failed(error)

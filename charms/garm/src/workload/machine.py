@@ -28,6 +28,7 @@ from workload.host import (
     write_atomic,
 )
 from workload.install import Installer
+from workload.pending_password import PendingPasswordFile
 from workload.releases import Fetcher, fetch_url
 from workload.rendering import RenderedFile, render_files, rendered_provider_names, write_files
 from workload.version import installed_version
@@ -46,6 +47,8 @@ class Workload:
         ids: IdLookup = lookup_ids,
     ) -> None:
         self.paths = Paths(root)
+        # The admin password a rotation is giving GARM, until a committed secret holds it.
+        self.pending_admin_password = PendingPasswordFile.under(self.paths)
         self._run = runner
         self._installer = Installer(
             self.paths, run=runner, fetch=fetcher, arch=arch or machine_arch(), ids=ids
