@@ -126,8 +126,18 @@ class GarmCharm(ops.CharmBase):
     # The reconcile ------------------------------------------------------------------------
 
     def _reconcile(self, _: ops.EventBase) -> None:
-        if not self.unit.is_leader():
+        try:
+            leader = self.unit.is_leader()
+        except ops.ModelError:
+            # Cut off from the controller, a former leader may have been replaced: GARM goes
+            # now, not when the lease ends (docs/adr/0019-fencing-and-durable-rotation.md).
             self._reconciler.stand_down()
+            self._status = charm_status.leadership_unknown()
+            return
+        if leader:
+            self._reconciler.renew_lease()
+        else:
+            self._reconciler.stand_down(leader=False)
         try:
             state = self._state()
         except InvalidConfigError as error:
