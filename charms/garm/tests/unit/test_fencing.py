@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ops import testing
 from test_charm import Config, Ctx, Resources, on_postgresql
+from test_charm_tick import RECONCILE_TICK
 
 import charm
 from doubles.workload_double import RecordingWorkload
@@ -257,19 +258,26 @@ def test_a_holder_flag_false_without_the_claim_echo_is_not_trusted(
     assert published_lease(out) == Lease("garm/1", NOW + datetime.timedelta(minutes=9))
 
 
+@pytest.mark.parametrize("event", ["relation-changed", "reconcile-tick"])
 def test_a_former_leader_stops_garm_and_drops_its_lease(
-    ctx: Ctx, workload: RecordingWorkload, resources: Resources, config: Config
+    ctx: Ctx, workload: RecordingWorkload, resources: Resources, config: Config, event: str
 ):
-    """Arrange: garm/0 ran GARM under a lease; garm/1 leads now. Act: relation-changed.
+    """Arrange: garm/0 ran GARM under a lease; garm/1 leads now.
 
+    Act: the claim's relation-changed, or garm/0's own timer tick.
     Assert: GARM stopped, the local lease gone, garm/0 says it stopped, echoing the claim.
     """
     workload.running = True
     workload.lease.until = NOW + LEASE_LENGTH
     relation = peer_relation(Lease("garm/0", NOW + LEASE_LENGTH), {1: False}, claim="garm/1")
     state, _ = on_postgresql(resources, config, relation, leader=False)
+    hook = (
+        ctx.on.relation_changed(relation, remote_unit=1)
+        if event == "relation-changed"
+        else RECONCILE_TICK
+    )
 
-    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=1), state)
+    out = ctx.run(hook, state)
 
     assert not workload.running
     assert workload.lease.end() is None
@@ -299,7 +307,7 @@ def test_a_leader_cut_off_from_the_controller_stops_garm(
     monkeypatch.setattr(ops.Unit, "is_leader", unreachable)
     relation = peer_relation(Lease("garm/0", NOW + LEASE_LENGTH), {1: False})
 
-    out = ctx.run(ctx.on.update_status(), leader(resources, config, relation))
+    out = ctx.run(RECONCILE_TICK, leader(resources, config, relation))
 
     assert not workload.running
     assert workload.lease.end() is None
