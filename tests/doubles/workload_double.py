@@ -3,12 +3,57 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 from workload.config import GarmConfig, OpenStackProvider, ProxyConfig
-from workload.host import CommandError, ResourceError
+from workload.host import CommandError, ResourceError, WorkloadError
+
+
+@dataclasses.dataclass
+class KeptPasswordDouble:
+    """The root-only pending-password file, in memory; it outlives a hook as the disk does."""
+
+    password: str = ""
+    keep_error: OSError | None = None
+
+    def keep(self, password: str) -> None:
+        """Keep it, or fail like a full disk when told to."""
+        if self.keep_error is not None:
+            raise self.keep_error
+        self.password = password
+
+    def read(self) -> str:
+        """The kept password, or empty."""
+        return self.password
+
+    def forget(self) -> None:
+        """Remove it."""
+        self.password = ""
+
+
+@dataclasses.dataclass
+class LeaseDouble:
+    """The lease file the watchdog reads, in memory; it outlives a hook as the disk does."""
+
+    until: datetime.datetime | None = None
+    error: WorkloadError | None = None
+
+    def hold_until(self, end: datetime.datetime) -> None:
+        """Write the lease's end, or fail like the disk or systemd when told to."""
+        if self.error is not None:
+            raise self.error
+        self.until = end
+
+    def end(self) -> datetime.datetime | None:
+        """The lease's end, or None."""
+        return self.until
+
+    def drop(self) -> None:
+        """No lease."""
+        self.until = None
 
 
 @dataclasses.dataclass
@@ -36,6 +81,10 @@ class RecordingWorkload:
     )
     # The metrics token the scrape reads, as the charm last wrote it.
     metrics_token_file: str = ""
+    pending_admin_password: KeptPasswordDouble = dataclasses.field(
+        default_factory=KeptPasswordDouble
+    )
+    lease: LeaseDouble = dataclasses.field(default_factory=LeaseDouble)
 
     def install(
         self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
@@ -83,8 +132,9 @@ class RecordingWorkload:
         return frozenset(self.provider_files)
 
     def stop(self) -> None:
-        """Record a stop."""
+        """Record a stop; the lease goes with it, as on the machine."""
         self.calls.append("stop")
+        self.lease.drop()
         self.running = False
 
     def remove(self) -> None:

@@ -126,8 +126,18 @@ class GarmCharm(ops.CharmBase):
     # The reconcile ------------------------------------------------------------------------
 
     def _reconcile(self, _: ops.EventBase) -> None:
-        if not self.unit.is_leader():
+        try:
+            leader = self.unit.is_leader()
+        except ops.ModelError:
+            # Cut off from the controller, a former leader may have been replaced: GARM goes
+            # now, not when the lease ends (docs/adr/0019-fencing-and-durable-rotation.md).
             self._reconciler.stand_down()
+            self._status = charm_status.leadership_unknown()
+            return
+        if leader:
+            self._reconciler.renew_lease()
+        else:
+            self._reconciler.stand_down(leader=False)
         try:
             state = self._state()
         except InvalidConfigError as error:
@@ -221,7 +231,22 @@ class GarmCharm(ops.CharmBase):
         )
 
     def _on_rotate_credentials(self, event: ops.ActionEvent) -> None:
-        """New JWT key (and admin password), then one reconcile: one restart, a new login."""
+        """New JWT key (and admin password), then one reconcile: one restart, a new login.
+
+        Whatever goes wrong ends as a failed action, never a crashed one: a crash would discard
+        the secret revisions while GARM may already have the new password (ADR 0019), and the
+        charm must stay usable for the next hook, which settles a half-way rotation.
+        """
+        try:
+            self._rotate_credentials(event)
+        except Exception as error:  # every failure must reach the operator as a failed action
+            logger.exception("rotate-credentials failed")
+            event.fail(
+                f"rotate-credentials failed ({type(error).__name__}; see juju debug-log); the "
+                "next hook keeps GARM's admin password usable: run the action again"
+            )
+
+    def _rotate_credentials(self, event: ops.ActionEvent) -> None:
         if not self.unit.is_leader():
             event.fail("GARM runs on the leader only: juju run garm/leader rotate-credentials")
             return
@@ -234,10 +259,15 @@ class GarmCharm(ops.CharmBase):
             return
         try:
             if password:
-                rotate_admin_password(self._secrets, self._reset_admin_password)
+                self._reconciler.password_uncommitted = True
+                rotate_admin_password(
+                    self._secrets,
+                    self._reset_admin_password,
+                    self._workload.pending_admin_password,
+                )
             rotate_jwt_secret(self._secrets)
         except RotationError as error:
-            event.fail(f"{error}; nothing else changed, run the action again")
+            event.fail(f"{error}; run the action again")
             return
         self._reconcile(event)
         status = self._status or ops.UnknownStatus()

@@ -31,6 +31,7 @@ from garm_api import (
     WireFormatError,
 )
 from juju_secrets import JujuSecretStore
+from reconcile import fencing
 from reconcile.bootstrap import (
     BootstrapSecrets,
     ControllerUrls,
@@ -38,6 +39,7 @@ from reconcile.bootstrap import (
     ensure_secrets,
     wait_until_serving,
 )
+from reconcile.credential_rotation import settle_admin_password
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import reconcile_objects
 from reconcile.metrics_token import token_is_current
@@ -47,7 +49,14 @@ from relations.certificates import LOCAL_URL_HOST, Certificates
 from relations.configurators import read_configurators
 from relations.database import Database, DatabaseState
 from relations.debug_ssh import DebugSsh, read_debug_ssh
-from relations.service_handover import HostClaim, decide, reports_running, running_flag
+from relations.service_handover import (
+    HostClaim,
+    decide,
+    has_stopped_for,
+    reports_running,
+    running_flag,
+    stopped_for,
+)
 from scaleset_reconciler import ReconcileSettings
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import WorkloadError
@@ -95,11 +104,44 @@ class GarmReconciler:
         self._certificates = certificates
         self._address = address
         self._clock = clock
+        # Set by rotate-credentials: this hook wrote the admin password, and Juju commits that
+        # revision only when the hook ends, so the password kept on disk must stay until then.
+        self.password_uncommitted = False
+        # The lease as Juju committed it, read once before this hook writes (ADR 0019).
+        self._lease_read: tuple[fencing.Lease | None] | None = None
 
-    def stand_down(self) -> None:
-        """First, whatever else fails: a unit that is not the leader must not keep GARM running."""
+    def stand_down(self, *, leader: bool = True) -> None:
+        """First, whatever else fails: a unit that is not the leader must not keep GARM running.
+
+        A non-leader also echoes the leader's claim: it stopped for good (ADR 0019).
+        """
         self._workload.stop()
-        self._publish_running(False)
+        self._publish_running(False, acknowledge_claim=not leader)
+
+    def renew_lease(self) -> None:
+        """First on the leader, whatever else fails: extend the lease it holds (ADR 0019).
+
+        Hands the watchdog the committed end; a failure is logged, and the watchdog then stops
+        GARM when that end passes unless a later hook renews.
+        """
+        peers = self._charm.model.get_relation(PEER_RELATION)
+        if peers is None:
+            return
+        app_data = peers.data[self._charm.app]
+        me = self._charm.unit.name
+        decision = fencing.renew(me, self._committed_lease(app_data), self._clock())
+        if decision.publish is not None:
+            app_data.update(decision.publish.as_app_data())
+        if decision.run_until is not None:
+            try:
+                self._workload.lease.hold_until(decision.run_until)
+            except WorkloadError as error:
+                logger.warning("GARM's lease not written (retried at the next hook): %s", error)
+
+    def _committed_lease(self, app_data: Mapping[str, str]) -> fencing.Lease | None:
+        if self._lease_read is None:
+            self._lease_read = (fencing.Lease.from_app_data(app_data),)
+        return self._lease_read[0]
 
     def reconcile(self, state: CharmState) -> ops.StatusBase:
         """Install, then run GARM on the leader or stand by elsewhere; the unit's status."""
@@ -205,23 +247,57 @@ class GarmReconciler:
         """Claim GARM for this leader; None when it may run it now (ADR 0005)."""
         peers = self._charm.model.get_relation(PEER_RELATION)
         if peers is None:
-            return None
+            # No peer relation yet (the first hooks): no other unit to fence against.
+            return self._hold_lease(self._clock() + fencing.LEASE_LENGTH)
         app_data = peers.data[self._charm.app]
+        committed = self._committed_lease(app_data)
         claim = HostClaim.from_app_data(app_data)
         running = {unit.name: reports_running(peers.data[unit]) for unit in peers.units}
         decision = decide(self._charm.unit.name, claim, running, sqlite=sqlite, now=self._clock())
         if decision.claim != claim:
             app_data.update(decision.claim.as_app_data())
-        status = charm_status.handed_over(decision)
+        status = charm_status.handed_over(decision) or self._take_lease(
+            app_data, committed, holder_stopped=_holder_stopped(peers, committed, decision.claim)
+        )
         if status is not None:
             self.stand_down()
         return status
 
-    def _publish_running(self, running: bool) -> None:
-        """Tell the other units whether this one runs GARM."""
-        peers = self._charm.model.get_relation(PEER_RELATION)
-        if peers is not None:
-            peers.data[self._charm.unit].update(running_flag(running))
+    def _take_lease(
+        self,
+        app_data: ops.RelationDataContent,
+        committed: fencing.Lease | None,
+        *,
+        holder_stopped: bool,
+    ) -> ops.StatusBase | None:
+        """Take or keep the lease; None when this unit holds a committed one (ADR 0019)."""
+        me = self._charm.unit.name
+        lease = fencing.decide(me, committed, holder_stopped, now=self._clock())
+        if lease.publish is not None:
+            app_data.update(lease.publish.as_app_data())
+        if lease.run_until is None:
+            return charm_status.fenced(lease.message)
+        return self._hold_lease(lease.run_until)
+
+    def _hold_lease(self, until: datetime.datetime) -> ops.StatusBase | None:
+        try:
+            self._workload.lease.hold_until(until)
+        except WorkloadError as error:
+            return charm_status.not_started(error)
+        return None
+
+    def _publish_running(self, running: bool, *, acknowledge_claim: bool = False) -> None:
+        """Tell the other units whether this one runs GARM (and, stopped, for which claim)."""
+        try:
+            peers = self._charm.model.get_relation(PEER_RELATION)
+            if peers is not None:
+                data = running_flag(running)
+                if acknowledge_claim:
+                    data |= stopped_for(HostClaim.from_app_data(peers.data[self._charm.app]))
+                peers.data[self._charm.unit].update(data)
+        except ops.ModelError as error:
+            # Cut off from the controller: GARM is stopped all the same; said at the next hook.
+            logger.warning("could not say whether this unit runs GARM: %s", error)
 
     def _start(
         self, client: GarmClient, garm_config: GarmConfig, backend: str
@@ -248,6 +324,16 @@ class GarmReconciler:
             public_url(config, self._address(), tls), tls.ca.encode() if tls else b""
         )
         try:
+            accepted = settle_admin_password(
+                client,
+                self._secrets,
+                self._workload.pending_admin_password,
+                may_forget=not self.password_uncommitted,
+            )
+            if accepted is not None:
+                creds = dataclasses.replace(
+                    creds, admin_password=accepted, pending_admin_password=""
+                )
             bootstrap(client, creds, urls)
         except charm_status.BOOTSTRAP_FAILURES as error:
             return charm_status.bootstrap_failed(error)
@@ -371,6 +457,16 @@ def _garm_config(
         ),
         garm_version=version,
         tls=tls,
+    )
+
+
+def _holder_stopped(peers: ops.Relation, lease: fencing.Lease | None, claim: HostClaim) -> bool:
+    """Whether the lease's holder, as a non-leader, stopped GARM seeing this leader's claim."""
+    if lease is None:
+        return False
+    return any(
+        unit.name == lease.holder and has_stopped_for(peers.data[unit], claim)
+        for unit in peers.units
     )
 
 

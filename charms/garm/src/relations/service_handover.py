@@ -20,6 +20,8 @@ from typing import Final
 HOST_KEY: Final = "garm-host"
 HOST_SINCE_KEY: Final = "garm-host-since"
 RUNNING_KEY: Final = "garm-running"
+# A non-leader that stopped GARM echoes the claim it saw: proof it stopped after losing the lead.
+STOPPED_FOR_KEY: Final = "garm-stopped-for"
 # A former leader stops GARM within seconds of the claim; the deadline only matters for a unit
 # that cannot run hooks (machine down), and is one default update-status interval.
 TAKEOVER_DEADLINE: Final = datetime.timedelta(minutes=5)
@@ -115,3 +117,19 @@ def running_flag(running: bool) -> dict[str, str]:
 def reports_running(data: Mapping[str, str]) -> bool:
     """Whether a peer unit's data says it runs GARM (absent means it never did)."""
     return data.get(RUNNING_KEY, "") == "true"
+
+
+def stopped_for(claim: HostClaim | None) -> dict[str, str]:
+    """A non-leader's own peer data after it stopped GARM, seeing `claim` (ADR 0019).
+
+    The claim is the new leader's, made after leadership moved: echoing it says this unit
+    stopped GARM as a non-leader, which never starts it again, so the new leader need not wait
+    for this unit's lease to end. A flag alone would not say that: a leader that stopped GARM
+    and started it again in a hook Juju never committed still shows `false`.
+    """
+    return {STOPPED_FOR_KEY: claim.since.isoformat()} if claim is not None else {}
+
+
+def has_stopped_for(data: Mapping[str, str], claim: HostClaim) -> bool:
+    """Whether a unit's peer data says it stopped GARM seeing this very claim."""
+    return data.get(STOPPED_FOR_KEY, "") == claim.since.isoformat()

@@ -28,6 +28,8 @@ from workload.host import (
     write_atomic,
 )
 from workload.install import Installer
+from workload.lease import GarmLease
+from workload.pending_password import PendingPasswordFile
 from workload.releases import Fetcher, fetch_url
 from workload.rendering import RenderedFile, render_files, rendered_provider_names, write_files
 from workload.version import installed_version
@@ -46,6 +48,10 @@ class Workload:
         ids: IdLookup = lookup_ids,
     ) -> None:
         self.paths = Paths(root)
+        # The admin password a rotation is giving GARM, until a committed secret holds it.
+        self.pending_admin_password = PendingPasswordFile.under(self.paths)
+        # GARM runs here only while this unit holds the lease; a watchdog enforces it.
+        self.lease = GarmLease(self.paths)
         self._run = runner
         self._installer = Installer(
             self.paths, run=runner, fetch=fetcher, arch=arch or machine_arch(), ids=ids
@@ -102,8 +108,10 @@ class Workload:
         """Stop GARM (a standby unit, or before removal) and forget how it was started.
 
         Best effort, like removal: a failure is logged, and the forgotten fingerprint makes the
-        next `apply` start GARM afresh.
+        next `apply` start GARM afresh. The lease goes first: were systemd to fail here, the
+        lease watchdog still stops GARM.
         """
+        self.lease.drop()
         service.stop(self.paths)
 
     def remove(self) -> None:
@@ -116,6 +124,7 @@ class Workload:
         failed there would leave the unit stuck in error.
         """
         service.remove(self.paths)
+        self.lease.remove()
         for path in (
             self.paths.config,
             self.paths.environment,

@@ -985,8 +985,8 @@ def test_rotate_credentials_finishes_a_half_way_password_rotation(
     """Arrange: a bootstrapped leader; `garm admin` fails once after GARM took the password.
 
     Act: rotate-credentials admin-password=true; a hook; the action again.
-    Assert: the first run fails and keeps the pending password; the hook still logs in (with
-    the pending one GARM has); the rerun finishes with that same password.
+    Assert: the first run fails and keeps the pending password; the hook logs in with the
+    pending one GARM has and makes it the secret's; the rerun reuses that same password.
     """
     state = ctx.run(ctx.on.config_changed(), _bootstrapped_leader(garm, resources, config))
     set_password = _garm_set_password(garm)
@@ -1011,6 +1011,7 @@ def test_rotate_credentials_finishes_a_half_way_password_rotation(
 
     assert (pending["password"], pending["pending-password"]) == (PASSWORD, attempts[0])
     assert hook.unit_status == ops.ActiveStatus()
+    assert secret_by_label(hook, ADMIN_LABEL).latest_content["password"] == attempts[0]
     assert attempts == [attempts[0], attempts[0]]
     assert secret_by_label(done, ADMIN_LABEL).latest_content == {
         "username": "admin",

@@ -21,6 +21,7 @@ from test_charm import (
 
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
+from reconcile.fencing import TAKING_LEASE
 from relations.service_handover import (
     HOST_KEY,
     HOST_SINCE_KEY,
@@ -99,22 +100,24 @@ def test_new_leader_starts_garm_once_the_former_leader_stopped(
 ):
     """Arrange: garm/0 claimed GARM a minute ago; garm/1 now says it stopped.
 
-    Act: the peer relation changes. Assert: GARM started on PostgreSQL, the claim kept,
-    garm/0 says it runs GARM, Active.
+    Act: the peer relation changes; the next hook. Assert: garm/0 takes GARM's lease first
+    (ADR 0019), then starts GARM on PostgreSQL with the claim kept, says it runs GARM, Active.
     """
     app_data = claim_data("garm/0", datetime.timedelta(minutes=1))
     relation = peers(app_data, {1: False}, local_running=False)
 
-    out = ctx.run(
+    taking = ctx.run(
         ctx.on.relation_changed(relation, remote_unit=1),
         on_postgresql(resources, config, relation)[0],
     )
+    out = ctx.run(ctx.on.update_status(), taking)
 
+    assert taking.unit_status == ops.WaitingStatus(TAKING_LEASE)
     assert out.unit_status == ops.ActiveStatus()
     assert workload.applied[-1].postgres is not None
     written = out.get_relation(relation.id)
     assert isinstance(written, testing.PeerRelation)
-    assert written.local_app_data == app_data
+    assert {key: written.local_app_data[key] for key in app_data} == app_data
     assert written.local_unit_data[RUNNING_KEY] == "true"
 
 
@@ -127,11 +130,14 @@ def test_new_leader_starts_garm_after_the_deadline(
 ):
     """Arrange: garm/0 claimed GARM longer ago than the deadline; garm/1 never answered.
 
-    Act: update-status. Assert: GARM started anyway (garm/1's machine is presumed down).
+    garm/1 holds no lease (a revision before leases).
+    Act: update-status twice. Assert: GARM started anyway (garm/1's machine is presumed down),
+    once garm/0's lease is committed.
     """
     relation = peers(claim_data("garm/0", TAKEOVER_DEADLINE), {1: True})
 
-    out = ctx.run(ctx.on.update_status(), on_postgresql(resources, config, relation)[0])
+    taking = ctx.run(ctx.on.update_status(), on_postgresql(resources, config, relation)[0])
+    out = ctx.run(ctx.on.update_status(), taking)
 
     assert out.unit_status == ops.ActiveStatus()
     assert "apply" in workload.calls

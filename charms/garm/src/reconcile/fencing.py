@@ -1,0 +1,130 @@
+"""Fencing: one GARM per database, through a lease the unit running GARM renews (ADR 0019).
+
+The leader keeps a lease in the peer relation's application data: who holds it and until when.
+Juju commits that data only when the hook ends well, so a unit trusts only the lease as it was
+committed (read before this hook writes anything): GARM runs here only while that committed
+lease names this unit and has not ended, and the end handed to the local watchdog
+(`workload.lease`) is that committed end, never the one this hook is about to publish. A unit
+that cannot renew (cut off from the controller, no longer the leader, hooks stuck) therefore
+stops GARM by itself at most `LEASE_LENGTH` after its last committed renewal.
+
+A new leader takes the lease when the holder says it stopped GARM, or `TAKEOVER_MARGIN` after
+the holder's lease ended: the margin covers the watchdog's period, GARM's stop and clock skew
+between machines. Taking the lease is committed by one hook and used by the next.
+
+Pure decisions only: the charm reads and writes the relation data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Mapping
+from typing import Final
+
+from workload.lease import WATCH_PERIOD
+
+HOLDER_KEY: Final = "garm-lease-holder"
+UNTIL_KEY: Final = "garm-lease-until"
+# Renewed by every leader hook: the reconcile tick (default every minute) and update-status
+# (every 5 minutes by default) each come well within it.
+LEASE_LENGTH: Final = datetime.timedelta(minutes=10)
+# systemd waits up to 90 s for GARM to stop (TimeoutStopSec's default).
+GARM_STOP_ALLOWANCE: Final = datetime.timedelta(seconds=90)
+CLOCK_SKEW_ALLOWANCE: Final = datetime.timedelta(seconds=75)
+TAKEOVER_MARGIN: Final = WATCH_PERIOD + GARM_STOP_ALLOWANCE + CLOCK_SKEW_ALLOWANCE
+TAKING_LEASE: Final = (
+    "took GARM's lease: GARM starts at the next hook (the reconcile tick or update-status)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Lease:
+    """Who may run GARM, and until when."""
+
+    holder: str
+    until: datetime.datetime
+
+    @classmethod
+    def from_app_data(cls, data: Mapping[str, str]) -> Lease | None:
+        """The lease in the peer application data; None when absent or unreadable."""
+        holder = data.get(HOLDER_KEY, "")
+        try:
+            until = datetime.datetime.fromisoformat(data.get(UNTIL_KEY, ""))
+        except ValueError:
+            return None
+        if not holder or until.tzinfo is None:
+            return None
+        return cls(holder, until)
+
+    def as_app_data(self) -> dict[str, str]:
+        """The lease as peer application data."""
+        return {HOLDER_KEY: self.holder, UNTIL_KEY: self.until.isoformat()}
+
+
+@dataclasses.dataclass(frozen=True)
+class LeaseDecision:
+    """What the leader does with the lease in this hook.
+
+    Attributes:
+        run_until: the committed end of this unit's lease when it may run GARM now, else None.
+        publish: the lease to write to the application data, or None to leave it.
+        message: why GARM does not run yet (empty when it runs).
+    """
+
+    run_until: datetime.datetime | None
+    publish: Lease | None
+    message: str = ""
+
+
+def renew(me: str, committed: Lease | None, now: datetime.datetime) -> LeaseDecision:
+    """Every leader hook, whatever else fails: extend this unit's own lease, never take one.
+
+    A leader whose config is invalid keeps GARM running (nothing running is removed), so its
+    lease must not lapse for that.
+    """
+    if committed is None or committed.holder != me:
+        return LeaseDecision(None, None)
+    return _held(me, committed, now)
+
+
+def decide(
+    me: str,
+    committed: Lease | None,
+    holder_stopped: bool,
+    *,
+    now: datetime.datetime,
+) -> LeaseDecision:
+    """Whether the leader `me` may run GARM now, and the lease to publish.
+
+    Args:
+        me: the leader's unit name.
+        committed: the lease as Juju committed it before this hook, if any.
+        holder_stopped: whether the lease's holder says, in its own unit data, that it stopped
+            GARM (a unit that left the relation, or cannot run hooks, says nothing).
+        now: the current time (timezone-aware).
+
+    Returns:
+        The decision.
+    """
+    mine = Lease(me, now + LEASE_LENGTH)
+    if committed is not None and committed.holder == me:
+        return _held(me, committed, now)
+    # No lease at all (a new deployment, or the revision before leases) is taken like any
+    # other: used only once committed, so a hook that dies here leaves no GARM unfenced.
+    if committed is None or holder_stopped or now >= committed.until + TAKEOVER_MARGIN:
+        return LeaseDecision(None, mine, TAKING_LEASE)
+    free = committed.until + TAKEOVER_MARGIN
+    return LeaseDecision(
+        None,
+        None,
+        f"taking over GARM: {committed.holder} may run it until its lease ends "
+        f"({free:%H:%M:%S} UTC)",
+    )
+
+
+def _held(me: str, committed: Lease, now: datetime.datetime) -> LeaseDecision:
+    renewed = Lease(me, now + LEASE_LENGTH)
+    if committed.until > now:
+        return LeaseDecision(committed.until, renewed)
+    return LeaseDecision(None, renewed, TAKING_LEASE)
