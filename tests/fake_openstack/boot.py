@@ -3,8 +3,11 @@
 `CloudInit` is the fake Nova's boot hook. It decodes the cloud-config the provider built, runs
 nothing, and does what the runner's install script does last on a real VM: it reports
 `installing`, then `idle`, to GARM's callback URL with the instance token the user data carries
-(the same two calls as `tests/e2e/provider_standin.py`'s runner). It trusts only the CA bundle
-the user data installs (`ca_certs.trusted`), as cloud-init would install it.
+(the same two calls as `tests/e2e/provider_standin.py`'s runner). GARM's user data holds only
+its wrapper (`/install_runner.sh`: the metadata URL and the instance token), so the install
+script comes, as on a VM, from GARM's metadata API (`install-script/`); its callback URL is
+where the runner reports. It trusts only the CA bundle the user data installs
+(`ca_certs.trusted`), as cloud-init would install it.
 """
 
 from __future__ import annotations
@@ -70,11 +73,8 @@ class UserData:
         ]
 
     def install_variable(self, name: str) -> str:
-        """A `NAME="value"` assignment of the runner install script (callback URL, token)."""
-        found = re.search(rf'^{name}="([^"]*)"', self.files.get(INSTALL_SCRIPT, ""), re.M)
-        if found is None:
-            raise ValueError(f"the install script sets no {name}")
-        return found[1]
+        """A `NAME="value"` assignment of the runner install script (metadata URL, token)."""
+        return script_variable(self.files.get(INSTALL_SCRIPT, ""), name)
 
     @property
     def ca_bundle(self) -> str | None:
@@ -89,6 +89,7 @@ class Boot:
 
     server: str
     user_data: UserData | None = None
+    install_script: str = ""
     callbacks: list[tuple[str, int]] = dataclasses.field(default_factory=list[tuple[str, int]])
     error: str = ""
 
@@ -107,15 +108,33 @@ class CloudInit:
             self.boots[server.id] = boot
         try:
             boot.user_data = UserData.parse(server.user_data)
-            callback = boot.user_data.install_variable("CALLBACK_URL")
             token = boot.user_data.install_variable("BEARER_TOKEN")
             context = ssl.create_default_context(cadata=boot.user_data.ca_bundle or None)
             time.sleep(BOOT_SECONDS)
+            metadata = boot.user_data.install_variable("METADATA_URL")
+            boot.install_script = _get(f"{metadata.rstrip('/')}/install-script/", token, context)
+            callback = script_variable(boot.install_script, "CALLBACK_URL")
             for status in ("installing", "idle"):
                 code = _post_status(callback, token, status, context)
                 boot.callbacks.append((status, code))
         except (OSError, ValueError, KeyError, yaml.YAMLError) as error:
             boot.error = f"{type(error).__name__}: {error}"
+
+
+def script_variable(script: str, name: str) -> str:
+    """The value of a `NAME="value"` line of a shell script (how GARM's scripts set them)."""
+    found = re.search(rf'^{name}="([^"]*)"', script, re.MULTILINE)
+    if found is None:
+        raise ValueError(f"the install script sets no {name}")
+    return found[1]
+
+
+def _get(url: str, token: str, context: ssl.SSLContext) -> str:
+    request = urllib.request.Request(  # noqa: S310 - the user data's http(s) metadata URL
+        url, headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10, context=context) as answer:  # noqa: S310
+        return answer.read().decode()
 
 
 def _post_status(callback: str, token: str, status: str, context: ssl.SSLContext) -> int:
