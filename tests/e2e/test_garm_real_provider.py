@@ -26,6 +26,7 @@ from ops import testing
 
 import charm
 from charms.garm_configurator.v0 import garm_configurator as interface
+from contract.conftest import garm_binary
 from doubles.configurator_publication import CONFIGURATOR_ENDPOINT, pkcs1_app_key
 from e2e.conftest import CASES, Case
 from e2e.machine import Machine, build_tarball
@@ -52,8 +53,8 @@ SQLITE_CASES = [name for name, case in CASES.items() if case.backend == "sqlite"
 
 
 @dataclasses.dataclass
-class Cloudy:
-    """The walk, its fake OpenStack and what that cloud's servers booted."""
+class ProviderWalk:
+    """The machine walk with the real provider: its fake OpenStack and what its servers booted."""
 
     walk: Walk
     cloud: FakeOpenStack
@@ -90,8 +91,6 @@ class Cloudy:
 @pytest.fixture(params=SQLITE_CASES)
 def sqlite_case(request: pytest.FixtureRequest) -> Case:
     """Each GARM binary on SQLite, skipped with the reason when it is missing here."""
-    from contract.conftest import garm_binary  # noqa: PLC0415 - as e2e.conftest's `case`
-
     chosen = CASES[request.param]
     if garm_binary(chosen.version)[0] is None:
         pytest.skip(garm_binary(chosen.version)[1])
@@ -99,13 +98,13 @@ def sqlite_case(request: pytest.FixtureRequest) -> Case:
 
 
 @pytest.fixture
-def cloudy(
+def provider_walk(
     machine: Machine,
     sqlite_case: Case,
     garm_tarballs: dict[str, Path],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[Cloudy]:
+) -> Iterator[ProviderWalk]:
     """The leader about to be installed: GARM and the real provider attached, a fake cloud."""
     provider = require_provider_binary()
     tarball = build_tarball(
@@ -119,7 +118,7 @@ def cloudy(
         FakeOpenStack(Cloud("runners", OPENSTACK_PASSWORD), boot=cloud_init) as cloud,
     ):
         walk = _walk(machine, github, sqlite_case, garm_tarballs, tarball, monkeypatch)
-        yield Cloudy(walk, cloud, cloud_init)
+        yield ProviderWalk(walk, cloud, cloud_init)
 
 
 def _walk(
@@ -163,7 +162,9 @@ def _unused_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_the_real_provider_runs_the_charms_runners_through_a_label_change(cloudy: Cloudy):
+def test_the_real_provider_runs_the_charms_runners_through_a_label_change(
+    provider_walk: ProviderWalk,
+):
     """Arrange: a leader with GARM and the real provider attached, a fake GitHub and OpenStack.
 
     Act: install, relate a configurator with every runner option, change its labels, remove it.
@@ -171,50 +172,52 @@ def test_the_real_provider_runs_the_charms_runners_through_a_label_change(cloudy
     old set's servers are deleted after the change, and every server by the end; nothing GARM
     printed and no user data holds a secret the test knows.
     """
-    walk = cloudy.walk
+    walk = provider_walk.walk
     install_and_bootstrap(walk)
     point_github_at_the_fake(walk)
 
-    first = relate_configurator(cloudy)
-    provider_built_what_the_charm_asked_for(cloudy, first)
-    change_labels(cloudy, first)
-    remove_configurator(cloudy)
+    first = relate_configurator(provider_walk)
+    provider_built_what_the_charm_asked_for(provider_walk, first)
+    change_labels(provider_walk, first)
+    remove_configurator(provider_walk)
 
     secrets = known_secrets(walk)
     assert_no_secret_in(walk.machine.journal() + "\n".join(walk.statuses), secrets)
-    booted = [boot.user_data for boot in cloudy.cloud_init.boots.values()]
+    booted = [boot.user_data for boot in provider_walk.cloud_init.boots.values()]
     assert_no_secret_in("\n".join(str(user_data) for user_data in booted), secrets)
 
 
 # The steps -----------------------------------------------------------------------------------
 
 
-def relate_configurator(cloudy: Cloudy) -> ScaleSet:
+def relate_configurator(provider_walk: ProviderWalk) -> ScaleSet:
     """The configurator's scale set gets its min-idle runner from the real provider, online."""
-    walk = cloudy.walk
+    walk = provider_walk.walk
     relation = testing.Relation(CONFIGURATOR_ENDPOINT, remote_app_name="small")
     walk.state = dataclasses.replace(walk.state, relations={*walk.state.relations, relation})
 
-    cloudy.publish(OLD_LABELS)
+    provider_walk.publish(OLD_LABELS)
 
     (scaleset,) = walk.scalesets()
     assert scaleset.provider_name == PROVIDER
-    wait_for_idle_runner(cloudy, scaleset)
+    wait_for_idle_runner(provider_walk, scaleset)
     return scaleset
 
 
-def provider_built_what_the_charm_asked_for(cloudy: Cloudy, scaleset: ScaleSet) -> None:
+def provider_built_what_the_charm_asked_for(
+    provider_walk: ProviderWalk, scaleset: ScaleSet
+) -> None:
     """The server has a config drive, the resources by name, the charm's boot steps in order.
 
     The pre-install scripts run aproxy first, then the Docker Hub mirror, then the operator's;
     updates are off (a proxied set); the install script GARM serves the runner carries the
     charm's `.env` entries and job hook.
     """
-    (instance,) = cloudy.walk.client().list_scaleset_instances(scaleset.id)
-    (server,) = [s for s in cloudy.cloud.created_servers() if s.id == instance.provider_id]
-    boot = cloudy.cloud_init.boots[server.id]
-    cloud = cloudy.cloud
-    options = runner_config(cloudy.data(OLD_LABELS).runner)
+    (instance,) = provider_walk.walk.client().list_scaleset_instances(scaleset.id)
+    (server,) = [s for s in provider_walk.cloud.created_servers() if s.id == instance.provider_id]
+    boot = provider_walk.cloud_init.boots[server.id]
+    cloud = provider_walk.cloud
+    options = runner_config(provider_walk.data(OLD_LABELS).runner)
 
     assert server.name == instance.name
     assert server.request["config_drive"] is True
@@ -240,12 +243,12 @@ def provider_built_what_the_charm_asked_for(cloudy: Cloudy, scaleset: ScaleSet) 
     }
 
 
-def change_labels(cloudy: Cloudy, first: ScaleSet) -> None:
+def change_labels(provider_walk: ProviderWalk, first: ScaleSet) -> None:
     """The new set's runner comes online from the provider; the old set's servers go."""
-    walk = cloudy.walk
+    walk = provider_walk.walk
     old_servers = {i.provider_id for i in walk.client().list_scaleset_instances(first.id)}
 
-    cloudy.publish(NEW_LABELS)
+    provider_walk.publish(NEW_LABELS)
 
     walk.update_status_until(
         lambda: first.name not in [scaleset.name for scaleset in walk.scalesets()],
@@ -253,18 +256,18 @@ def change_labels(cloudy: Cloudy, first: ScaleSet) -> None:
     )
     (current,) = walk.scalesets()
     assert current.normalised_labels == normalise_labels(NEW_LABELS)
-    wait_for_idle_runner(cloudy, current)
-    servers = {server.id: server for server in cloudy.cloud.created_servers()}
+    wait_for_idle_runner(provider_walk, current)
+    servers = {server.id: server for server in provider_walk.cloud.created_servers()}
     assert old_servers
     assert all(servers[server].deleted for server in old_servers)
     (instance,) = walk.client().list_scaleset_instances(current.id)
     assert not servers[instance.provider_id].deleted, "the new runner's server, by the provider"
-    assert [s.id for s in cloudy.cloud.live_servers()] == [instance.provider_id]
+    assert [s.id for s in provider_walk.cloud.live_servers()] == [instance.provider_id]
 
 
-def remove_configurator(cloudy: Cloudy) -> None:
+def remove_configurator(provider_walk: ProviderWalk) -> None:
     """Removing the configurator deletes its scale set, its provider and every server."""
-    walk = cloudy.walk
+    walk = provider_walk.walk
     relation = next(r for r in walk.state.relations if r.endpoint == CONFIGURATOR_ENDPOINT)
     walk.hook(walk.ctx.on.relation_broken(relation))
     others = {r for r in walk.state.relations if r.endpoint != CONFIGURATOR_ENDPOINT}
@@ -272,14 +275,14 @@ def remove_configurator(cloudy: Cloudy) -> None:
 
     walk.update_status_until(lambda: walk.scalesets() == [], "the scale set deleted")
     walk.update_status_until(lambda: walk.client().list_providers() == [], "the provider released")
-    created = cloudy.cloud.created_servers()
+    created = provider_walk.cloud.created_servers()
     assert len(created) >= 2
     assert [server.name for server in created if not server.deleted] == []
 
 
-def wait_for_idle_runner(cloudy: Cloudy, scaleset: ScaleSet) -> None:
+def wait_for_idle_runner(provider_walk: ProviderWalk, scaleset: ScaleSet) -> None:
     """Run update-status until the scale set has one idle runner; fail naming a provider fault."""
-    api = cloudy.walk.client()
+    api = provider_walk.walk.client()
 
     def idle() -> bool:
         instances = api.list_scaleset_instances(scaleset.id)
@@ -288,7 +291,7 @@ def wait_for_idle_runner(cloudy: Cloudy, scaleset: ScaleSet) -> None:
             pytest.fail(f"the real provider refused a runner of {scaleset.name}: {faults[0]}")
         return [(i.status, i.runner_status) for i in instances] == [("running", "idle")]
 
-    cloudy.walk.update_status_until(idle, f"a runner of {scaleset.name} created and idle")
+    provider_walk.walk.update_status_until(idle, f"a runner of {scaleset.name} created and idle")
 
 
 def env_file_entries(install_script: str) -> dict[str, str]:
