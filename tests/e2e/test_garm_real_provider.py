@@ -183,8 +183,9 @@ def test_the_real_provider_runs_the_charms_runners_through_a_label_change(
 
     secrets = known_secrets(walk)
     assert_no_secret_in(walk.machine.journal() + "\n".join(walk.statuses), secrets)
-    booted = [boot.user_data for boot in provider_walk.cloud_init.boots.values()]
-    assert_no_secret_in("\n".join(str(user_data) for user_data in booted), secrets)
+    boots = provider_walk.cloud_init.boots.values()
+    booted = [f"{boot.user_data}\n{boot.install_script}" for boot in boots]
+    assert_no_secret_in("\n".join(booted), secrets)
 
 
 # The steps -----------------------------------------------------------------------------------
