@@ -147,7 +147,12 @@ def garm_binary(version: str) -> tuple[str | None, str]:
 def _candidates(directory: Path, version: str) -> list[Path]:
     if not directory.is_dir():
         return []
-    found = [p for p in sorted(directory.glob("garm-*")) if _is_executable(p)]
+    # The directory also holds provider binaries (garm-provider-*), which are no GARM server.
+    found = [
+        p
+        for p in sorted(directory.glob("garm-*"))
+        if _is_executable(p) and not p.name.startswith("garm-provider-")
+    ]
     if version == V021:
         return [p for p in found if p.name == V021_BINARY_NAME]
     return [p for p in found if p.name != V021_BINARY_NAME]

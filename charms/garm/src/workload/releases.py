@@ -72,8 +72,9 @@ GARM_RELEASE: Final = Release(
         "arm64": "8b91ed21b911f2c77d9065438b1c5e40ebb79b63cf5dc8b7dc326bbe4ac608cc",
     },
 )
-# No verified hash of garm-provider-openstack v0.1.2 is known yet: without its resource the charm
-# stays Blocked asking for it.
+# No verified hash of any garm-provider-openstack release tarball is known yet: without its
+# resource the charm stays Blocked asking for it. v0.1.2 stays the pin: it is the release the
+# tests run (garm-behaviour O1-O5); v0.1.3-v0.1.5 only update dependencies (ADR 0027).
 PROVIDER_RELEASE: Final = Release(
     resource=PROVIDER_RESOURCE,
     version="v0.1.2",
