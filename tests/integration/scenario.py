@@ -233,7 +233,7 @@ def assert_phases_in_order(changeover: list[Status]) -> None:
     indexes = [phase_index(message) for message in messages]
     assert len(PHASES) not in indexes, f"a status names no phase: {messages}"
     assert indexes == sorted(indexes), f"phases out of order: {messages}"
-    assert PHASES.index("handing over") in indexes, messages
+    assert PHASES.index("handing over") in indexes, f"no handing over among: {messages}"
 
 
 def phase_index(message: str) -> int:
