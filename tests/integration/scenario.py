@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 import urllib.request
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -188,8 +189,10 @@ def change_labels(model: GarmModel, github: FakeGitHub, before: dict[str, Any], 
     """A label change: the phases in order, then one generation, a new one, with the new labels.
 
     The step fails at once if garm turns Blocked (the hand-over timed out: no runner of the
-    new set came online) and within `pace.changeover` if the changeover never ends.
+    new set came online) and within `pace.changeover`, all waits together, if the changeover
+    never ends.
     """
+    deadline = time.monotonic() + pace.changeover
     model.configure_configurator({"labels": NEW_LABELS})
     model.wait(
         lambda apps: "labels changing" in _garm(apps).message,
@@ -200,7 +203,7 @@ def change_labels(model: GarmModel, github: FakeGitHub, before: dict[str, Any], 
     model.wait(
         lambda apps: _garm(apps) == Status("active", ""),
         failed=_garm_blocked,
-        timeout=pace.changeover,
+        timeout=max(1.0, deadline - time.monotonic()),
         what="the label change finished, garm active",
     )
 
