@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import pathlib
 
+import jubilant
 import pytest
 
-from integration.juju_model import history_from_json
+from integration.juju_model import capture_logs, history_from_json
 from integration.scenario import Status, assert_phases_in_order, changeover_statuses
 
 CHANGING = "'small' labels changing: "
@@ -65,3 +67,39 @@ def test_juju_status_log_json_gives_the_workload_statuses_oldest_first():
     )  # fmt: skip
 
     assert history_from_json(output) == [Status("waiting", "installing"), Status("active", "")]
+
+
+class _RecordingJuju:
+    """A jubilant.Juju's `cli`: answers each command with its name; one command fails."""
+
+    def __init__(self, failing: str) -> None:
+        self.failing = failing
+        self.commands: list[tuple[str, ...]] = []
+
+    def cli(self, *args: str) -> str:
+        self.commands.append(args)
+        if " ".join(args).startswith(self.failing):
+            raise jubilant.CLIError(1, ["juju", *args], "", "ERROR unit not found")
+        return f"output of {' '.join(args)}\n"
+
+
+def test_failed_run_logs_are_written_each_to_its_file_even_when_one_command_fails(
+    tmp_path: pathlib.Path,
+):
+    """Arrange: a model whose configurator unit has no status log (never deployed).
+
+    Act: capture the logs. Assert: debug-log, status and both status logs each in a file; the
+    failing one holds the error.
+    """
+    juju = _RecordingJuju(failing="show-status-log small/0")
+
+    capture_logs(juju, tmp_path / "logs")  # type: ignore[arg-type]  # only `cli` is used
+
+    files = {path.name: path.read_text() for path in (tmp_path / "logs").iterdir()}
+    assert sorted(files) == [
+        "debug-log.txt", "status-log-garm-0.txt", "status-log-small-0.txt", "status.json",
+        "status.txt",
+    ]  # fmt: skip
+    assert files["debug-log.txt"].startswith("output of debug-log --replay --no-tail")
+    assert files["status-log-garm-0.txt"].startswith("output of show-status-log garm/0")
+    assert "failed" in files["status-log-small-0.txt"]

@@ -33,7 +33,15 @@ from charms.garm_configurator.v0 import garm_configurator as interface
 from e2e.machine import Machine
 from fake_github import FakeGitHub
 from integration.fake_services import fake_provider_executable, tarball
-from integration.scenario import CONFIGURATOR, GARM, Check, Secrets, Snapshot, Status
+from integration.scenario import (
+    CONFIGURATOR,
+    GARM,
+    ActionFailed,
+    Check,
+    Secrets,
+    Snapshot,
+    Status,
+)
 
 CONFIGURATOR_ENDPOINT = "garm-configurator"
 HOOK_INTERVAL_SECONDS = 1.0
@@ -116,8 +124,15 @@ class MachineModel:
         return contextlib.nullcontext()
 
     def run_action(self, name: str) -> dict[str, str]:
-        """Run an action on the leader; its results, as strings as `juju run` gives them."""
-        self.state = self.ctx.run(self.ctx.on.action(name), self.state)
+        """Run an action on the leader; its results, as strings as `juju run` gives them.
+
+        Raises:
+            ActionFailed: the action failed.
+        """
+        try:
+            self.state = self.ctx.run(self.ctx.on.action(name), self.state)
+        except testing.ActionFailed as error:
+            raise ActionFailed(f"{name}: {error.message}") from error
         return {key: str(value) for key, value in (self.ctx.action_results or {}).items()}
 
     def wait(self, ready: Check, *, failed: Check, timeout: float, what: str) -> Snapshot:

@@ -16,7 +16,15 @@ import jubilant
 
 from fake_github import FakeGitHub
 from integration.fake_services import RemoteForward
-from integration.scenario import CONFIGURATOR, GARM, Check, Secrets, Snapshot, Status
+from integration.scenario import (
+    CONFIGURATOR,
+    GARM,
+    ActionFailed,
+    Check,
+    Secrets,
+    Snapshot,
+    Status,
+)
 
 # Polling `juju status` more often only loads the controller: hooks take seconds.
 STATUS_POLL_SECONDS = 2.0
@@ -78,8 +86,15 @@ class JujuModel:
         return RemoteForward(self.juju.model, f"{GARM}/0", github.port)
 
     def run_action(self, name: str) -> dict[str, str]:
-        """Run an action on garm/0; its results."""
-        return dict(self.juju.run(f"{GARM}/0", name).results)
+        """Run an action on garm/0; its results.
+
+        Raises:
+            ActionFailed: the action failed.
+        """
+        try:
+            return dict(self.juju.run(f"{GARM}/0", name).results)
+        except jubilant.TaskError as error:
+            raise ActionFailed(f"{name}: {error.task.message}") from error
 
     def wait(self, ready: Check, *, failed: Check, timeout: float, what: str) -> Snapshot:
         """`juju.wait` on the units' workload statuses; errors and `failed` end it at once."""
@@ -125,3 +140,25 @@ def history_from_json(output: str) -> list[Status]:
         for entry in json.loads(output)
         if entry.get("type", "workload") == "workload"
     ]
+
+
+def capture_logs(juju: jubilant.Juju, directory: pathlib.Path) -> None:
+    """The model's debug-log, status and each scenario unit's status history, one file each.
+
+    A command that fails leaves its error in its file instead: the others are still written.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    commands = {
+        "debug-log.txt": ("debug-log", "--replay", "--no-tail", "--level", "DEBUG"),
+        "status.txt": ("status", "--relations", "--storage"),
+        "status.json": ("status", "--format", "json"),
+    }
+    for unit in (f"{GARM}/0", f"{CONFIGURATOR}/0"):
+        commands[f"status-log-{unit.replace('/', '-')}.txt"] = (
+            "show-status-log", unit, "-n", str(HISTORY_ENTRIES),
+        )  # fmt: skip
+    for file, args in commands.items():
+        try:
+            (directory / file).write_text(juju.cli(*args))
+        except jubilant.CLIError as error:
+            (directory / file).write_text(f"juju {' '.join(args)} failed: {error}\n")

@@ -36,6 +36,10 @@ PHASES = (
 )
 
 
+class ActionFailed(Exception):
+    """An action ran and failed (`event.fail`), e.g. GARM not answering yet."""
+
+
 class Status(NamedTuple):
     """One unit's workload status: `active`, `blocked`, ... and its message."""
 
@@ -68,7 +72,11 @@ class GarmModel(Protocol):
         ...
 
     def run_action(self, name: str) -> dict[str, str]:
-        """Run an action on the garm unit; its results."""
+        """Run an action on the garm unit; its results.
+
+        Raises:
+            ActionFailed: the action failed.
+        """
         ...
 
     def wait(self, ready: Check, *, failed: Check, timeout: float, what: str) -> Snapshot:
@@ -174,7 +182,7 @@ def relate_configurator(model: GarmModel, pace: Pace) -> dict[str, Any]:
         lambda apps: (
             all(status.current == "active" for status in apps.values())
             and _garm(apps).message == ""
-            and len(scalesets(model)) == 1
+            and _scaleset_count(model) == 1
         ),
         failed=_never,
         timeout=pace.relate,
@@ -247,6 +255,14 @@ def phase_index(message: str) -> int:
 def scalesets(model: GarmModel) -> list[dict[str, Any]]:
     """GARM's scale sets, as the list-scalesets action shows them."""
     return json.loads(model.run_action("list-scalesets")["scalesets"])
+
+
+def _scaleset_count(model: GarmModel) -> int:
+    """How many scale sets GARM lists; -1 while the action fails (asked again at the next poll)."""
+    try:
+        return len(scalesets(model))
+    except ActionFailed:
+        return -1
 
 
 def point_garm_at(model: GarmModel, github_url: str) -> None:

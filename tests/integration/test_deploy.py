@@ -33,7 +33,7 @@ import pytest
 from fake_github import FakeGitHub
 from integration import scenario
 from integration.fake_services import fake_provider_executable, tarball
-from integration.juju_model import JujuModel
+from integration.juju_model import JujuModel, capture_logs
 
 CA = "self-signed-certificates"
 CA_CHANNEL = "1/stable"
@@ -64,24 +64,6 @@ def juju(request: pytest.FixtureRequest) -> Iterator[jubilant.Juju]:
         yield model
         if request.session.testsfailed > failed_before:
             capture_logs(model, pathlib.Path(os.environ.get("INTEGRATION_LOG_DIR", LOG_DIR)))
-
-
-def capture_logs(model: jubilant.Juju, directory: pathlib.Path) -> None:
-    """The model's debug-log, status and every unit's status history, one file each."""
-    directory.mkdir(parents=True, exist_ok=True)
-    commands = {
-        "debug-log.txt": ("debug-log", "--replay", "--no-tail", "--level", "DEBUG"),
-        "status.txt": ("status", "--relations", "--storage"),
-        "status.json": ("status", "--format", "json"),
-    }
-    for unit in (f"{scenario.GARM}/0", f"{scenario.CONFIGURATOR}/0"):
-        name = unit.replace("/", "-")
-        commands[f"status-log-{name}.txt"] = ("show-status-log", unit, "-n", "1000")
-    for file, args in commands.items():
-        try:
-            (directory / file).write_text(model.cli(*args))
-        except jubilant.CLIError as error:
-            (directory / file).write_text(f"{' '.join(args)} failed: {error}")
 
 
 @pytest.fixture(scope="module")
