@@ -13,6 +13,7 @@ import urllib.request
 
 import pytest
 from pytest_httpserver import HTTPServer
+from werkzeug import Request
 
 from fake_github import FakeGitHub
 from integration.fake_services import RemoteForward, fake_provider_executable, tarball
@@ -87,7 +88,7 @@ def _provider(
     )  # fmt: skip
 
 
-def _wait_for_requests(server: HTTPServer, count: int) -> list[object]:
+def _wait_for_requests(server: HTTPServer, count: int) -> list[Request]:
     deadline = time.monotonic() + 15
     while len(server.log) < count and time.monotonic() < deadline:
         time.sleep(0.1)
