@@ -172,8 +172,14 @@ class MachineModel:
     def _databag(self) -> dict[str, str]:
         """What the configurator publishes for its config, its secrets named by id."""
         config = self.configurator
+        # Only the configurator's own: garm's admin secret also holds a `password`.
+        owned = [
+            secret
+            for secret in self.state.secrets
+            if secret.tracked_content.get(interface.PUBLISHER_KEY) == CONFIGURATOR
+        ]
         password, key = (
-            next(s for s in self.state.secrets if field in s.tracked_content)
+            next(secret for secret in owned if field in secret.tracked_content)
             for field in (interface.OPENSTACK_PASSWORD_KEY, interface.GITHUB_APP_PRIVATE_KEY_KEY)
         )
         data = interface.GarmConfiguratorData.model_validate(
