@@ -19,7 +19,7 @@ def test_without_juju_only_the_integration_tests_skip(tmp_path: Path):
     Assert: the other file's tests ran and passed; every integration test skipped, saying why.
     """
     report = tmp_path / "report.xml"
-    other = TESTS / "test_integration_fakes.py"
+    other = TESTS / "test_check_release_checksums.py"
 
     run = subprocess.run(
         [sys.executable, "-m", "pytest", str(other), str(TESTS / "integration"), "-q",
