@@ -84,14 +84,20 @@ def resources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def model(juju: jubilant.Juju, resources: dict[str, str]) -> JujuModel:
-    """The scenario's model: garm deployed with its resources and active."""
-    juju_model = JujuModel(
-        juju,
-        _required_path("GARM_CHARM"),
-        _required_path("GARM_CONFIGURATOR_CHARM"),
-        resources,
-    )
+def charms() -> tuple[pathlib.Path, pathlib.Path]:
+    """The packed garm and garm-configurator charms; without them the tests skip, saying why."""
+    return _required_path("GARM_CHARM"), _required_path("GARM_CONFIGURATOR_CHARM")
+
+
+@pytest.fixture(scope="module")
+def model(
+    charms: tuple[pathlib.Path, pathlib.Path], juju: jubilant.Juju, resources: dict[str, str]
+) -> JujuModel:
+    """The scenario's model: garm deployed with its resources and active.
+
+    `charms` comes first: without them no model is created only to be skipped.
+    """
+    juju_model = JujuModel(juju, *charms, resources)
     scenario.deploy_garm(juju_model, PACE)
     return juju_model
 
