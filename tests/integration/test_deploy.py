@@ -129,7 +129,7 @@ def test_label_change_leaves_one_generation_with_the_new_labels(
 
 
 def test_certificates_relation_serves_https_and_removal_goes_back(
-    juju: jubilant.Juju, model: JujuModel
+    model: JujuModel, juju: jubilant.Juju
 ):
     """Arrange: garm active on HTTP; a self-signed-certificates CA deployed.
 
