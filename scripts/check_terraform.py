@@ -4,8 +4,9 @@
 machines cannot reach; the GitHub workflow runs it. Here every `.tf` file is parsed with
 python-hcl2 (a syntax error fails) and the module is checked for what `validate` would catch
 and more: the juju provider is required, every `var.` used is declared and every declared
-variable is used, outputs name the module's application, the charm is the directory's charm, and
-the endpoint outputs match the endpoints in charmcraft.yaml.
+variable is used, outputs name the module's application, the charm is the directory's charm, the
+endpoint outputs match the endpoints in charmcraft.yaml, the provider's version has an upper bound
+and `constraints` defaults to null (an empty string can fail on apply).
 """
 
 import pathlib
@@ -51,6 +52,7 @@ def module_problems(module: pathlib.Path) -> list[str]:
     problems += [f"{name}: var.{var} is used but not declared" for var in sorted(used - declared)]
     problems += [f"{name}: variable {var!r} is never used" for var in sorted(declared - used)]
     problems += provider_problems(name, parsed)
+    problems += constraints_problems(name, blocks["variable"])
     problems += application_problems(name, module.parent, blocks)
     return problems
 
@@ -61,8 +63,23 @@ def provider_problems(name: str, parsed: dict[str, dict[str, Any]]) -> list[str]
         for providers in terraform.get("required_providers", []):
             juju = providers.get("juju", {})
             if unquote(str(juju.get("source", ""))) == "juju/juju":
-                return []
+                return version_problems(name, unquote(str(juju.get("version", ""))))
     return [f"{name}: versions.tf must require the provider juju/juju"]
+
+
+def version_problems(name: str, version: str) -> list[str]:
+    """The juju provider's version needs an upper bound: a new major may change its schema."""
+    if "<" in version:
+        return []
+    return [f"{name}: the juju provider's version {version!r} needs an upper bound (< 2.0.0)"]
+
+
+def constraints_problems(name: str, variables: dict[str, Any]) -> list[str]:
+    """`constraints` defaults to null: the provider can fail applying an empty string."""
+    default = variables.get('"constraints"', {}).get("default")
+    if default is not None and unquote(str(default)).strip() == "":
+        return [f"{name}: variable constraints must default to null, not an empty string"]
+    return []
 
 
 def application_problems(

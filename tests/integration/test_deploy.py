@@ -1,8 +1,10 @@
 """Deploy garm and a configurator on a real Juju model and change a scale set's labels.
 
-Needs a Juju controller with a machine cloud (LXD is enough) whose machines the test host can
-SSH to. GitHub and OpenStack are fakes served from the test host (see `fake_services`), so no
-credentials are needed.
+Needs a Juju 3.6 controller with a machine cloud (LXD is enough) whose machines the test host
+can SSH to (`docs/how-to/test-against-a-real-garm.md` sets one up with concierge). GitHub and
+OpenStack are fakes served from the test host (see `fake_services`), so no credentials are
+needed. The scenario itself is `scenario.py`, which `tests/e2e/test_integration_dry_run.py`
+also runs without Juju.
 
 Environment (passed through by `tox -e integration`):
 - GARM_CHARM, GARM_CONFIGURATOR_CHARM: the packed charms (`charmcraft pack` in each charm
@@ -10,43 +12,36 @@ Environment (passed through by `tox -e integration`):
 - GARM_BINARY: optional path of a `garm` executable; the test attaches it as the `garm-binary`
   tarball. Without it the charm downloads the pinned GARM release (needs egress).
 - GARM_RESOURCE: optional ready `garm-linux-<arch>.tgz` instead of GARM_BINARY.
+- INTEGRATION_LOG_DIR: where a failed run leaves the model's debug-log, status and garm's
+  status history, captured before the model is destroyed (default: `integration-logs/` in
+  the working directory).
 The `garm-provider-openstack` resource is always the fake provider, built by the test.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import ssl
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from typing import Any
 
 import jubilant
 import pytest
 
-from doubles.configurator_publication import pkcs1_app_key
-from integration.fake_services import (
-    FakeGitHubApp,
-    RemoteForward,
-    fake_provider_executable,
-    tarball,
-)
+from fake_github import FakeGitHub
+from integration import scenario
+from integration.fake_services import fake_provider_executable, tarball
+from integration.juju_model import JujuModel, capture_logs
 
-CONFIGURATOR = "small"
 CA = "self-signed-certificates"
-LABELS = "noble,x64,small"
-NEW_LABELS = "noble,x64,small,gpu"
-PHASES = (
-    "starting new scale set",
-    "handing over",
-    "draining",
-    "drain deadline passed",
-    "deleting old scale set",
-)
+CA_CHANNEL = "1/stable"
+# Sized to LXD on a CI runner (see scenario.Pace): a machine and GARM's download take minutes;
+# the changeover is bounded by the 5-minute hand-over and drain timeouts garm is deployed with.
+PACE = scenario.Pace(deploy=20 * 60, relate=15 * 60, changeover=12 * 60, handover_grace="20s")
+TLS_TIMEOUT = 10 * 60
+LOG_DIR = "integration-logs"
 
 
 def _required_path(variable: str) -> pathlib.Path:
@@ -57,11 +52,18 @@ def _required_path(variable: str) -> pathlib.Path:
 
 
 @pytest.fixture(scope="module")
-def juju() -> Iterator[jubilant.Juju]:
-    """A temporary model with frequent update-status hooks, destroyed afterwards."""
+def juju(request: pytest.FixtureRequest) -> Iterator[jubilant.Juju]:
+    """A temporary model with frequent update-status hooks; its logs kept if a test failed.
+
+    The logs are captured here, before the model is destroyed: a later workflow step would
+    find no model left to ask.
+    """
     with jubilant.temp_model(config={"update-status-hook-interval": "10s"}) as model:
-        model.wait_timeout = 20 * 60
+        model.wait_timeout = PACE.deploy
+        failed_before = request.session.testsfailed
         yield model
+        if request.session.testsfailed > failed_before:
+            capture_logs(model, pathlib.Path(os.environ.get("INTEGRATION_LOG_DIR", LOG_DIR)))
 
 
 @pytest.fixture(scope="module")
@@ -82,178 +84,84 @@ def resources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def garm(juju: jubilant.Juju, resources: dict[str, str]) -> str:
-    """The garm application, deployed with its resources and active."""
-    juju.deploy(
-        _required_path("GARM_CHARM"),
-        "garm",
-        resources=resources,
-        config={"handover-grace": "20s"},
-    )
-    juju.wait(lambda status: jubilant.all_active(status, "garm"), error=jubilant.any_error)
-    return "garm"
+def charms() -> tuple[pathlib.Path, pathlib.Path]:
+    """The packed garm and garm-configurator charms; without them the tests skip, saying why."""
+    return _required_path("GARM_CHARM"), _required_path("GARM_CONFIGURATOR_CHARM")
 
 
 @pytest.fixture(scope="module")
-def github(juju: jubilant.Juju, garm: str) -> Iterator[FakeGitHubApp]:
-    """The fake GitHub, reachable from the garm machine, and GARM's endpoint pointing at it."""
-    fake = FakeGitHubApp()
-    with fake:
-        assert juju.model is not None
-        with RemoteForward(juju.model, f"{garm}/0", fake.port):
-            _point_garm_at(juju, garm, fake.url)
-            yield fake
+def model(
+    charms: tuple[pathlib.Path, pathlib.Path], juju: jubilant.Juju, resources: dict[str, str]
+) -> JujuModel:
+    """The scenario's model: garm deployed with its resources and active.
+
+    `charms` comes first: without them no model is created only to be skipped.
+    """
+    juju_model = JujuModel(juju, *charms, resources)
+    scenario.deploy_garm(juju_model, PACE)
+    return juju_model
 
 
-def test_garm_bootstraps_and_hands_out_credentials(juju: jubilant.Juju, garm: str):
+@pytest.fixture(scope="module")
+def github(model: JujuModel) -> Iterator[FakeGitHub]:
+    """The fake GitHub, reachable from the garm unit, and GARM's endpoint pointing at it."""
+    with FakeGitHub() as fake, model.reach(fake):
+        scenario.point_garm_at(model, fake.url)
+        yield fake
+
+
+def test_garm_bootstraps_and_hands_out_credentials(model: JujuModel):
     """Arrange: garm deployed. Act: run get-credentials. Assert: admin username and URL."""
-    task = juju.run(f"{garm}/0", "get-credentials")
-
-    assert task.results["username"]
-    assert task.results["url"].startswith("http")
+    scenario.credentials_are_handed_out(model)
 
 
 def test_label_change_leaves_one_generation_with_the_new_labels(
-    juju: jubilant.Juju, garm: str, github: FakeGitHubApp
+    model: JujuModel, github: FakeGitHub
 ):
-    """Arrange: a configurator related to garm, its scale set serving.
+    """Arrange: a configurator related to garm, its scale set serving, a runner idle.
 
-    Act: change its labels. Assert: the status showed the changeover's phases in order, and
-    exactly one generation remains, a new one, with the new labels.
+    Act: change its labels. Assert: garm's status history shows the changeover's phases in
+    order, and exactly one generation remains, a new one, with the new labels.
     """
-    _deploy_configurator(juju, garm)
-    juju.wait(jubilant.all_active, error=jubilant.any_error)
-    before = _wait_for_one_scaleset(juju, garm)
-    assert sorted(before["labels"]) == sorted(LABELS.split(","))
+    before = scenario.relate_configurator(model, PACE)
 
-    juju.config(CONFIGURATOR, {"labels": NEW_LABELS})
-    seen: list[str] = []
-    juju.wait(lambda status: _record_phase(status, garm, seen) and "changing" in seen[-1])
-    juju.wait(
-        lambda status: not _record_phase(status, garm, seen) and jubilant.all_active(status, garm),
-        error=jubilant.any_error,
-    )
-
-    phases = [phase for phase in PHASES if any(phase in message for message in seen)]
-    assert phases[:2] == ["starting new scale set", "handing over"], seen
-    assert [_phase_index(m) for m in seen] == sorted(_phase_index(m) for m in seen), seen
-    after = _scalesets(juju, garm)
-    assert len(after) == 1, after
-    assert sorted(after[0]["labels"]) == sorted(NEW_LABELS.split(","))
-    assert after[0]["name"] != before["name"]
-    assert after[0]["name"].startswith(f"{CONFIGURATOR}-")
-    assert [s["name"] for s in github.scale_sets.values()] == [after[0]["name"]]
+    scenario.change_labels(model, github, before, PACE)
 
 
-def test_certificates_relation_serves_https_and_removal_goes_back(juju: jubilant.Juju, garm: str):
+def test_certificates_relation_serves_https_and_removal_goes_back(
+    model: JujuModel, juju: jubilant.Juju
+):
     """Arrange: garm active on HTTP; a self-signed-certificates CA deployed.
 
     Act: relate garm:certificates to it, then remove the relation.
     Assert: with the relation, get-credentials gives an https:// URL whose certificate the CA
     verifies and GARM's /metrics answers 401 without its token; without it, http:// again.
     """
-    juju.deploy("self-signed-certificates", CA)
+    garm = scenario.GARM
+    juju.deploy(CA, CA, channel=CA_CHANNEL)
     juju.integrate(f"{garm}:certificates", CA)
-    juju.wait(lambda status: _url(juju, garm).startswith("https://"), error=jubilant.any_error)
-    juju.wait(jubilant.all_active, error=jubilant.any_error)
+    juju.wait(
+        lambda status: jubilant.all_active(status) and _url(model).startswith("https://"),
+        error=jubilant.any_error,
+        timeout=TLS_TIMEOUT,
+    )
     ca = juju.run(f"{CA}/0", "get-ca-certificate").results["ca-certificate"]
 
-    url = _url(juju, garm)
+    url = _url(model)
     assert _status_of(f"{url.rstrip('/')}/metrics", ssl.create_default_context(cadata=ca)) == 401
 
     juju.remove_relation(f"{garm}:certificates", CA)
-    juju.wait(lambda status: _url(juju, garm).startswith("http://"), error=jubilant.any_error)
-    juju.wait(lambda status: jubilant.all_active(status, garm), error=jubilant.any_error)
-    assert _status_of(f"{_url(juju, garm).rstrip('/')}/metrics", None) == 401
-
-
-def _deploy_configurator(juju: jubilant.Juju, garm: str) -> None:
-    """Deploy the configurator with every required option, its secrets granted."""
-    password = juju.add_secret("openstack-password", {"password": "fake-password"})
-    app_key = juju.add_secret("github-app-key", {"private-key": pkcs1_app_key()})
-    juju.deploy(_required_path("GARM_CONFIGURATOR_CHARM"), CONFIGURATOR)
-    juju.grant_secret("openstack-password", CONFIGURATOR)
-    juju.grant_secret("github-app-key", CONFIGURATOR)
-    juju.config(
-        CONFIGURATOR,
-        {
-            "name": CONFIGURATOR,
-            "labels": LABELS,
-            "org": "fake-org",
-            "flavor": "m1.small",
-            "image": "noble",
-            "min-idle-runners": 1,
-            "max-runners": 2,
-            "openstack-auth-url": "http://keystone.invalid:5000/v3",
-            "openstack-username": "runners",
-            "openstack-password": str(password),
-            "openstack-project-name": "runners",
-            "openstack-network": "runners-net",
-            "github-app-id": 1,
-            "github-app-installation-id": 2,
-            "github-app-private-key": str(app_key),
-        },
+    juju.wait(
+        lambda status: jubilant.all_active(status, garm) and _url(model).startswith("http://"),
+        error=jubilant.any_error,
+        timeout=TLS_TIMEOUT,
     )
-    juju.integrate(garm, CONFIGURATOR)
+    assert _status_of(f"{_url(model).rstrip('/')}/metrics", None) == 401
 
 
-def _record_phase(status: jubilant.Status, garm: str, seen: list[str]) -> bool:
-    """Record a new changeover message of garm's status; return whether one is shown."""
-    message = status.apps[garm].app_status.message
-    changing = "changing" in message
-    if changing and (not seen or seen[-1] != message):
-        seen.append(message)
-    return changing
-
-
-def _phase_index(message: str) -> int:
-    return next((i for i, phase in enumerate(PHASES) if phase in message), len(PHASES))
-
-
-def _wait_for_one_scaleset(juju: jubilant.Juju, garm: str) -> dict[str, Any]:
-    """The scale set GARM lists once the charm created it (GARM answers within a hook)."""
-    deadline = time.monotonic() + 10 * 60
-    while time.monotonic() < deadline:
-        listed = _scalesets(juju, garm)
-        if len(listed) == 1:
-            return listed[0]
-        time.sleep(10)
-    raise AssertionError(f"GARM does not list exactly one scale set: {_scalesets(juju, garm)}")
-
-
-def _scalesets(juju: jubilant.Juju, garm: str) -> list[dict[str, Any]]:
-    results = juju.run(f"{garm}/0", "list-scalesets").results
-    return json.loads(results["scalesets"])
-
-
-def _point_garm_at(juju: jubilant.Juju, garm: str, github_url: str) -> None:
-    """Point GARM's `github.com` endpoint at the fake (allowed while no credentials use it)."""
-    credentials = juju.run(f"{garm}/0", "get-credentials").results
-    api = credentials["url"].rstrip("/") + "/api/v1"
-    login = {"username": credentials["username"], "password": credentials["password"]}
-    token = _call(f"{api}/auth/login", "POST", login)["token"]
-    endpoint = {
-        "base_url": github_url,
-        "api_base_url": f"{github_url}/api/v3/",
-        "upload_base_url": f"{github_url}/api/uploads/",
-    }
-    _call(f"{api}/github/endpoints/github.com", "PUT", endpoint, token)
-
-
-def _call(url: str, method: str, body: dict[str, str], token: str = "") -> dict[str, Any]:
-    request = urllib.request.Request(  # noqa: S310 (an http URL of the test's own model)
-        url, data=json.dumps(body).encode(), method=method
-    )
-    request.add_header("Content-Type", "application/json")
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310
-        return json.loads(answer.read() or b"{}")
-
-
-def _url(juju: jubilant.Juju, garm: str) -> str:
+def _url(model: JujuModel) -> str:
     """The URL the get-credentials action gives (https:// while GARM serves TLS)."""
-    return juju.run(f"{garm}/0", "get-credentials").results["url"]
+    return model.run_action("get-credentials")["url"]
 
 
 def _status_of(url: str, context: ssl.SSLContext | None) -> int:

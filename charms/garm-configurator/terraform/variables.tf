@@ -23,9 +23,9 @@ variable "config" {
 }
 
 variable "constraints" {
-  description = "Juju constraints of the units."
+  description = "Juju constraints of the units, e.g. \"cores=2 mem=4G\"; null for the model's defaults (an empty string can fail on apply)."
   type        = string
-  default     = ""
+  default     = null
 }
 
 variable "model_uuid" {

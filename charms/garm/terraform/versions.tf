@@ -3,7 +3,7 @@ terraform {
   required_providers {
     juju = {
       source  = "juju/juju"
-      version = ">= 1.0.0"
+      version = ">= 1.0.0, < 2.0.0"
     }
   }
 }
