@@ -126,8 +126,15 @@ CONFIG_ROWS = (
     Bad("external-url", "https://garm example.com", ("external-url", "spaces")),
     Bad("external-url", "https://garm.example.com/\x1b[0m", ("external-url", "control")),
     Bad("external-url", "ftp://garm.example.com", ("external-url", "http:// or https://")),
-    Bad("port", 0, ("port", "1-65535")),
-    Bad("port", 65536, ("port", "1-65535")),
+    Bad("external-url", "https://garm.example.com/" + "a" * 200_000, ("at most 1024 char",)),
+    Bad("external-url", "https://garm.example.com:", ("external-url", "port of 1-65535")),
+    Bad("external-url", "https://garm.example.com/a/../admin", ("external-url", ". or ..")),
+    Bad("external-url", "https://garm.example.com/%2e%2e/x", ("external-url", ". or ..")),
+    Bad("external-url", "https://garm!.example.com", ("external-url", "DNS name or an IP")),
+    Bad("external-url", "https://xn--a.example.com", ("external-url", "DNS name or an IP")),
+    Bad("port", 0, ("port", "1024-65535")),
+    Bad("port", 80, ("port", "1024-65535", "unprivileged")),
+    Bad("port", 65536, ("port", "1024-65535")),
     Bad("log-level", "verbose", ("log-level", "'debug', 'info', 'warn' or 'error'")),
     Bad("drain-timeout", "169h", ("drain-timeout", "at most 168h")),
     Bad("drain-timeout", "9" * 30 + "h", ("drain-timeout", "duration such as 7h")),
@@ -137,6 +144,8 @@ CONFIG_ROWS = (
     Bad("handover-timeout", "soon", ("handover-timeout", "duration such as 7h")),
     Bad("reconcile-interval", "25h", ("reconcile-interval", "at most 24h")),
     Bad("reconcile-interval", "-1m", ("reconcile-interval", "duration such as 7h")),
+    Bad("reconcile-interval", "1s", ("reconcile-interval", "0 or at least 30s")),
+    Bad("reconcile-interval", "29s", ("reconcile-interval", "0 or at least 30s")),
 )
 
 
