@@ -72,7 +72,9 @@ class GarmCharm(ops.CharmBase):
         self._tick = ReconcileTick()
         self._secrets = JujuSecretStore(self.model)
         database = Database(self)
-        self._certificates = certificates.Certificates(self, self._certificate_names)
+        self._certificates = certificates.Certificates(
+            self, self._certificate_names, served=self._workload.served_tls
+        )
         self._reconciler = GarmReconciler(
             self,
             self._stored,

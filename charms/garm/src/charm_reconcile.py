@@ -183,7 +183,8 @@ class GarmReconciler:
         )
         return charm_status.certificate_awaited(
             status,
-            serving_tls=tls is not None,
+            # The previous certificate, kept while the issued one fails its checks, is not it.
+            serving_tls=tls is not None and not self._certificates.rejection(),
             requested=self._certificates.requested(),
             refusal=self._certificates.refusal,
         )
