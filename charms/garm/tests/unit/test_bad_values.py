@@ -243,6 +243,9 @@ RELATION_ROWS = (
     Bad("scaleset.entity.owner", "-acme", ("scaleset.entity.owner: must be a GitHub account",)),
     Bad("scaleset.entity.repo", "runners", ("'repo' is required for kind 'repo' and forbidden",)),
     Bad("openstack.auth_url", "ftp://keystone", ("openstack.auth_url: must be an http://",)),
+    Bad(
+        "openstack.auth_url", "https://u:s3cret@keystone/v3", ("auth_url: must not carry a user",)
+    ),
     Bad("openstack.username", " runners", ("openstack.username: must be 1-255 printable",)),
     Bad("openstack.password_secret_id", "password", ("password_secret_id: must be a Juju",)),
     Bad("openstack.password_secret_id", NOT_GRANTED, (f"secret {NOT_GRANTED} does not exist",)),
@@ -256,10 +259,17 @@ RELATION_ROWS = (
     Bad("github-app.installation_id", 2**53, ("github-app.installation_id: Input should be",)),
     Bad("github-app.private_key_secret_id", LARGES_SECRET, ("does not name small: refused",)),
     Bad("runner.http_proxy", "proxy:3128", ("runner.http_proxy: must be an http://",)),
+    Bad("runner.http_proxy", "http://u:s3cret@proxy:3128", ("http_proxy: must not carry a user",)),
     Bad("runner.aproxy_exclude_addresses", ["::1"], ("aproxy_exclude_addresses.0: must be IPv4",)),
     Bad("runner.aproxy_redirect_ports", ["0"], ("runner.aproxy_redirect_ports.0: must be ports",)),
     Bad("runner.dockerhub_mirror", "mirror", ("runner.dockerhub_mirror: must be an http://",)),
+    Bad("runner.dockerhub_mirror", "https://s3cret@mirror", ("dockerhub_mirror: must not carry",)),
     Bad("runner.otel_collector_endpoint", 4317, ("runner.otel_collector_endpoint: Input",)),
+    Bad(
+        "runner.otel_collector_endpoint",
+        "http://u:s3cret@otel",
+        ("otel_collector_endpoint: must",),
+    ),
     Bad("runner.pre_job_script", "echo\x00", ("runner.pre_job_script: must be at most 16384",)),
     Bad("runner.pre_install_scripts", {".hidden": "true"}, ("script names must be 1-64",)),
 )
@@ -390,6 +400,7 @@ def _assert_only_large_changed(
     assert message.startswith(f"relation garm-configurator:{small_id} (small): "), message
     assert all(word in message for word in row.words), message
     assert len(message) <= 120
+    assert "s3cret" not in message
     after = _garm_objects(sim)
     assert after["scalesets"]["small"] == serving.garm["scalesets"]["small"]
     assert after["scalesets"]["large"]["max_runners"] == 5
