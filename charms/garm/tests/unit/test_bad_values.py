@@ -609,6 +609,12 @@ RELAY = {
 DEBUG_SSH_ROWS = (
     Bad("host", "-relay", ("host",)),
     Bad("host", MISSING, ("host",)),
+    Bad("host", "127.0.0.1", ("host is a loopback, link-local or cloud-metadata",)),
+    Bad("host", "169.254.169.254", ("host is a loopback, link-local or cloud-metadata",)),
+    Bad("host", "fe80::1", ("host is a loopback",)),
+    Bad("host", "localhost", ("host is a loopback",)),
+    Bad("host", "metadata.google.internal", ("host is a loopback",)),
+    Bad("host", "2130706433", ("host is a loopback",)),
     Bad("port", "99999", ("port",)),
     Bad("port", "22 ", ("port",)),
     Bad("rsa_fingerprint", "MD5:aa:bb", ("rsa_fingerprint",)),
