@@ -174,6 +174,8 @@ def kept_relay(app_data: ops.RelationDataContent) -> DebugSsh | None:
 
 def keep(app_data: ops.RelationDataContent, relay: DebugSsh | None) -> None:
     """Keep `relay` (or "no relay") in the peer application data, for any later leader."""
+    if relay is None and KEPT_KEY not in app_data:
+        return  # nothing was ever kept: the peer data stays as it was
     kept = {**dataclasses.asdict(relay), "port": str(relay.port)} if relay is not None else {}
     value = json.dumps(kept, sort_keys=True)
     if app_data.get(KEPT_KEY) != value:

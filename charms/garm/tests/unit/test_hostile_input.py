@@ -30,6 +30,7 @@ def test_a_non_ascii_external_url_host_is_requested_idna_encoded(tls_walk: TlsWa
     Assert: the hook does not crash and GARM's status is not Blocked; the CSR names the host
     IDNA-encoded (X.509 takes A-labels only).
     """
+    tls_walk.serve(None)
     tls_walk.state = dataclasses.replace(
         tls_walk.state,
         config={"port": tls_walk.port, "external-url": "https://gärm.example.com:8443"},
