@@ -14,10 +14,13 @@ import pytest
 import test_charm_tls
 from charmlibs.interfaces.tls_certificates import CertificateSigningRequest
 from ops import testing
+from test_bad_values import CONFIG_ROWS
 from test_charm_tls import TlsWalk
 
+import charm
 from charm_config import InvalidConfigError, parse_config
-from doubles.tls_publication import csr_pem, requested
+from doubles.tls_publication import certificates_relation, csr_pem, requested
+from doubles.workload_double import RecordingWorkload
 
 # The TLS walk's fixtures, shared rather than copied.
 tls_walk = test_charm_tls.tls_walk
@@ -129,3 +132,65 @@ def test_hostile_values_are_refused_naming_the_option(option: str, value: object
 def test_values_at_the_new_bounds_are_accepted(option: str, value: object):
     """Arrange: a value at a new lower or upper bound. Act: parse. Assert: no error."""
     parse_config({option: value})
+
+
+# The census: every hostile config value, one outcome each ----------------------------------
+
+# Values the charm normalises rather than refuses: (option, given, what GARM and the CA get).
+NORMALISED = (
+    ("external-url", "https://gärm.example.com", "https://xn--grm-qla.example.com"),
+    ("external-url", "https://garm.example.com/", "https://garm.example.com"),
+    ("external-url", " https://garm.example.com ", "https://garm.example.com"),
+)
+
+
+def test_hostile_config_values_report_no_crash_and_no_silent_accept(
+    ctx: testing.Context[charm.GarmCharm],
+    workload: RecordingWorkload,
+    resources: frozenset[testing.Resource],
+):
+    """Arrange: every bad value of the bad-value table, and the values normalised instead.
+
+    Act: config-changed on a leader with each (resources attached: an accepted value runs the
+    whole reconcile, and meets no GARM; `certificates` related for the normalised ones).
+    Assert: the report counts 0 crashes and 0 silent accepts: each bad value is Blocked naming
+    its option, each normalised one is parsed to the form every consumer accepts (and its hook,
+    with `certificates` related, completes).
+    """
+    report: dict[str, list[str]] = {"crash": [], "blocked": [], "normalised": [], "silent": []}
+    for row in CONFIG_ROWS:
+        state = testing.State(leader=True, config={row.name: row.value}, resources=resources)
+        try:
+            out = ctx.run(ctx.on.config_changed(), state)
+        except testing.errors.UncaughtCharmError:
+            report["crash"].append(str(row))
+            continue
+        status = out.unit_status
+        named = status.message.startswith(f"invalid config {row.name}: ")
+        kind = "blocked" if isinstance(status, testing.BlockedStatus) and named else "silent"
+        report[kind].append(str(row))
+    for option, given, normalised in NORMALISED:
+        # With `certificates` related, the host goes into the certificate request too.
+        state = testing.State(
+            leader=True,
+            config={option: given},
+            resources=resources,
+            relations=[certificates_relation()],
+        )
+        try:
+            ctx.run(ctx.on.config_changed(), state)
+        except testing.errors.UncaughtCharmError:
+            report["crash"].append(f"{option}={given!r}")
+            continue
+        parsed = parse_config({option: given})
+        kind = "normalised" if parsed.external_url == normalised else "silent"
+        report[kind].append(f"{option}={given!r}")
+
+    counts = {kind: len(values) for kind, values in report.items()}
+    assert (report["crash"], report["silent"]) == ([], []), counts
+    assert counts == {
+        "crash": 0,
+        "blocked": len(CONFIG_ROWS),
+        "normalised": len(NORMALISED),
+        "silent": 0,
+    }
