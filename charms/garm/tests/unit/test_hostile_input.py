@@ -20,7 +20,6 @@ from test_charm_tls import TlsWalk
 import charm
 from charm_config import InvalidConfigError, parse_config
 from doubles.tls_publication import certificates_relation, csr_pem, requested
-from doubles.workload_double import RecordingWorkload
 
 # The TLS walk's fixtures, shared rather than copied.
 tls_walk = test_charm_tls.tls_walk
@@ -146,7 +145,6 @@ NORMALISED = (
 
 def test_hostile_config_values_report_no_crash_and_no_silent_accept(
     ctx: testing.Context[charm.GarmCharm],
-    workload: RecordingWorkload,
     resources: frozenset[testing.Resource],
 ):
     """Arrange: every bad value of the bad-value table, and the values normalised instead.
