@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from workload.config import GarmConfig, OpenStackProvider, ProxyConfig
+from workload.config import GarmConfig, OpenStackProvider, ProxyConfig, TlsFiles
 from workload.host import CommandError, ResourceError, WorkloadError
 
 
@@ -141,6 +141,10 @@ class RecordingWorkload:
         """Record a removal."""
         self.calls.append("remove")
         self.running = False
+
+    def served_tls(self) -> TlsFiles | None:
+        """The certificate the last apply gave GARM, or None."""
+        return self.applied[-1].tls if self.applied else None
 
     def recorded_backend(self) -> str:
         """The backend GARM last ran with."""

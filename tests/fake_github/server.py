@@ -37,6 +37,9 @@ class FakeGitHubConfig:
         hidden: entity paths (`repos/owner/name`, `orgs/name`) the tokens cannot see: every
             REST call under one answers 404, as GitHub answers for a repository an
             installation has no access to.
+        drip_seconds: when above 0, every answer's body is sent one byte at a time, this long
+            apart (each byte within any read timeout, the whole body far beyond it).
+        drip_paths: when not empty, only answers to paths ending with one of these drip.
     """
 
     token: str = "fake-pat-token"
@@ -46,6 +49,8 @@ class FakeGitHubConfig:
     longpoll_seconds: float = 2.0
     app_id: int | None = None
     hidden: frozenset[str] = frozenset()
+    drip_seconds: float = 0.0
+    drip_paths: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -650,10 +655,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            self._write(payload, parts.path)
         except (BrokenPipeError, ConnectionResetError):
             # GARM closed a held long poll (stopping, or a listener restart): nobody to answer.
             self.close_connection = True
+
+    def _write(self, payload: bytes, path: str) -> None:
+        """Send the body at once, or dripping (`FakeGitHubConfig.drip_seconds`) until stopped."""
+        config = self.github.config
+        drip = config.drip_seconds
+        dripping = not config.drip_paths or any(map(path.endswith, config.drip_paths))
+        if drip <= 0 or not dripping:
+            self.wfile.write(payload)
+            return
+        for index in range(len(payload)):
+            if self.github._stopping.wait(drip):
+                return
+            self.wfile.write(payload[index : index + 1])
+            self.wfile.flush()
 
     def _answer(self, method: str, path: str, raw: bytes, query: dict[str, list[str]]) -> Answer:
         authorization = self.headers.get("Authorization", "")

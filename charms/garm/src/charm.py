@@ -57,8 +57,9 @@ class GarmCharm(ops.CharmBase):
     """Machine charm that installs, bootstraps and drives GARM."""
 
     on = GarmCharmEvents()
-    # The last valid debug-ssh relay, kept while its units publish only invalid ones: the one
-    # thing not derived afresh each hook (docs/adr/0014-bad-input-changes-nothing.md).
+    # The unit's copy of the last valid debug-ssh relay (docs/adr/0014-bad-input-changes-
+    # nothing.md): the leader's copy in the peer app data wins; this one serves an upgrade from
+    # a version that kept only this, and a model without the peer relation yet.
     _stored = ops.StoredState()
 
     def __init__(self, framework: ops.Framework) -> None:
@@ -72,7 +73,9 @@ class GarmCharm(ops.CharmBase):
         self._tick = ReconcileTick()
         self._secrets = JujuSecretStore(self.model)
         database = Database(self)
-        self._certificates = certificates.Certificates(self, self._certificate_names)
+        self._certificates = certificates.Certificates(
+            self, self._certificate_names, served=self._workload.served_tls
+        )
         self._reconciler = GarmReconciler(
             self,
             self._stored,

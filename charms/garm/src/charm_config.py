@@ -12,7 +12,7 @@ import datetime
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from reconcile.docs_links import SWITCH_DATABASE
 from workload.config import ProxyConfig
@@ -29,6 +29,16 @@ MAX_HANDOVER_GRACE: Final = datetime.timedelta(days=1)
 # A tick less often than daily is no tick; hooks alone do that (`0`).
 MAX_RECONCILE_INTERVAL: Final = datetime.timedelta(days=1)
 MAX_PORT: Final = 65535
+# GARM runs as the unprivileged `garm` user, which cannot bind a port below 1024.
+MIN_PORT: Final = 1024
+# A tick more often than this only repeats a pass still in progress (a pass with GitHub checks
+# can take longer than a few seconds) and loads GARM for nothing.
+MIN_RECONCILE_INTERVAL: Final = datetime.timedelta(seconds=30)
+# external-url is pushed into GARM (callback and metadata URLs) and every runner's environment:
+# a sane URL is far shorter. DNS bounds a name at 253 characters and a label at 63.
+MAX_URL_LENGTH: Final = 1024
+MAX_HOST_LENGTH: Final = 253
+_HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 
 
 class InvalidConfigError(ValueError):
@@ -148,9 +158,12 @@ def parse_config(raw: Mapping[str, Any]) -> CharmConfig:
 
 
 def _url(value: Any) -> str:
+    """An http(s) URL GARM and the certificate request accept; a non-ASCII host IDNA-encoded."""
     url = _text(value).strip().rstrip("/")
     if not url:
         return ""
+    if len(url) > MAX_URL_LENGTH:
+        raise ValueError(f"must be at most {MAX_URL_LENGTH} characters")
     if any(char.isspace() or not char.isprintable() for char in url):
         raise ValueError("must not contain spaces or control characters")
     parts = urlsplit(url)
@@ -161,14 +174,38 @@ def _url(value: Any) -> str:
     if parts.query or parts.fragment:
         raise ValueError("must not have a query or a fragment")
     _check_port(parts.netloc)
-    return url
+    if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
+        raise ValueError("must not have . or .. in its path")
+    return _with_ascii_host(url, parts.netloc)
+
+
+def _with_ascii_host(url: str, netloc: str) -> str:
+    """`url` with its host IDNA-encoded (X.509 and DNS take A-labels only); checked as a name.
+
+    Raises:
+        ValueError: the host is neither an IP literal nor a DNS name, even IDNA-encoded.
+    """
+    if netloc.startswith("["):
+        return url  # an IPv6 literal: urlsplit has checked it
+    host, colon, port = netloc.rpartition(":") if netloc.count(":") == 1 else (netloc, "", "")
+    try:
+        ascii_host = host.encode("idna").decode("ascii").lower()
+        ascii_host.encode("ascii").decode("idna")  # an A-label must decode (xn--a does not)
+    except UnicodeError:
+        raise ValueError("must have a DNS name or an IP address as its host") from None
+    labels = ascii_host.removesuffix(".").split(".")
+    if len(ascii_host) > MAX_HOST_LENGTH or not all(map(_HOST_LABEL.match, labels)):
+        raise ValueError("must have a DNS name or an IP address as its host")
+    if host.isascii():
+        return url  # as the operator spelled it
+    return url.replace(netloc, f"{ascii_host}{colon}{port}", 1)
 
 
 def _port(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError("must be a valid integer")
-    if not 1 <= value <= MAX_PORT:
-        raise ValueError(f"must be 1-{MAX_PORT}")
+    if not MIN_PORT <= value <= MAX_PORT:
+        raise ValueError(f"must be {MIN_PORT}-{MAX_PORT} (GARM runs unprivileged)")
     return value
 
 
@@ -188,7 +225,10 @@ def _handover_grace(value: Any) -> datetime.timedelta:
 
 
 def _interval(value: Any) -> datetime.timedelta:
-    return parse_duration(_text(value), MAX_RECONCILE_INTERVAL, zero=True)
+    interval = parse_duration(_text(value), MAX_RECONCILE_INTERVAL, zero=True)
+    if interval and interval < MIN_RECONCILE_INTERVAL:
+        raise ValueError(f"must be 0 or at least {MIN_RECONCILE_INTERVAL.seconds}s")
+    return interval
 
 
 def _text(value: Any) -> str:
@@ -198,7 +238,12 @@ def _text(value: Any) -> str:
 
 
 def _check_port(netloc: str) -> None:
-    """An explicit port must be 1-65535 (urlsplit accepts 0 and raises past 65535)."""
+    """An explicit port must be 1-65535 (urlsplit accepts 0 and raises past 65535).
+
+    A colon without a port (`host:`) is refused too: urlsplit reads it as no port at all.
+    """
+    if netloc.endswith(":"):
+        raise ValueError("must have a port of 1-65535, or none")
     try:
         port = urlsplit(f"//{netloc}").port
     except ValueError:

@@ -159,7 +159,7 @@ class GarmReconciler:
         """What the configurators ask for, with the debug-ssh relay for every scale set."""
         model = self._charm.model
         relay = read_debug_ssh(model.relations[debug_ssh.RELATION], self._last_relay())
-        self._stored.debug_ssh = dataclasses.asdict(relay) if relay is not None else {}
+        self._keep_relay(relay)
         debug_env = tuple(relay.env_entries().items()) if relay is not None else ()
         return read_configurators(model, model.relations[CONFIGURATOR_RELATION], debug_env)
 
@@ -225,7 +225,8 @@ class GarmReconciler:
         )
         return charm_status.certificate_awaited(
             status,
-            serving_tls=tls is not None,
+            # The previous certificate, kept while the issued one fails its checks, is not it.
+            serving_tls=tls is not None and not self._certificates.rejection(),
             requested=self._certificates.requested(),
             refusal=self._certificates.refusal,
         )
@@ -397,8 +398,22 @@ class GarmReconciler:
         return retention_message(kept, in_use)
 
     def _last_relay(self) -> DebugSsh | None:
+        """The last valid relay: the leader's copy in the peer app data, where any leader reads it.
+
+        The unit's own copy (all the previous charm version kept) counts until a leader has
+        kept one there, and where there is no peer relation yet.
+        """
+        peers = self._charm.model.get_relation(PEER_RELATION)
+        if peers is not None and debug_ssh.KEPT_KEY in peers.data[self._charm.app]:
+            return debug_ssh.kept_relay(peers.data[self._charm.app])
         last = dict(self._stored.debug_ssh)
         return DebugSsh(**last) if last else None
+
+    def _keep_relay(self, relay: DebugSsh | None) -> None:
+        self._stored.debug_ssh = dataclasses.asdict(relay) if relay is not None else {}
+        peers = self._charm.model.get_relation(PEER_RELATION)
+        if peers is not None and self._charm.unit.is_leader():
+            debug_ssh.keep(peers.data[self._charm.app], relay)
 
 
 def local_client(config: CharmConfig, tls: TlsFiles | None) -> GarmClient:

@@ -19,6 +19,8 @@ from charm import GarmConfiguratorCharm
 
 CHARMCRAFT = Path(__file__).resolve().parents[2] / "charmcraft.yaml"
 NOT_GRANTED = "secret:d1n3kb7mp25c78a8ob99"
+# A URL carrying credentials would publish them in clear in the relation databag.
+CREDENTIALS = ("is invalid: must not carry a user or password", "use a secret")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +49,7 @@ ROWS = (
     Bad("org", "-acme", ("is invalid: must be a GitHub account name",)),
     Bad("repo", "acme", ("is invalid: must be owner/name",), also=(("org", ""),)),
     Bad("openstack-auth-url", "ftp://keystone", ("is invalid: must be an http://",)),
+    Bad("openstack-auth-url", "https://admin:s3cret@keystone:5000/v3", CREDENTIALS),
     Bad("openstack-username", "bot\x1b", ("is invalid: must be 1-255 printable",)),
     Bad("openstack-password", NOT_GRANTED, (f"juju grant-secret {NOT_GRANTED}",)),
     Bad("openstack-project-name", "p" * 256, ("is invalid: must be 1-255 printable",)),
@@ -58,10 +61,13 @@ ROWS = (
     Bad("github-app-installation-id", 2**53, ("is invalid: input should be less than",)),
     Bad("github-app-private-key", "<PKCS#8 key>", ("names secret", "is PKCS#8")),
     Bad("runner-http-proxy", "proxy:3128", ("is invalid: must be an http://",)),
+    Bad("runner-http-proxy", "http://user:s3cret@proxy:3128", CREDENTIALS),
     Bad("aproxy-exclude-addresses", "::1", ("is invalid: must be IPv4 addresses",)),
     Bad("aproxy-redirect-ports", "0", ("is invalid: must be ports 1-65535",)),
     Bad("dockerhub-mirror", "mirror", ("is invalid: must be an http://",)),
+    Bad("dockerhub-mirror", "https://robot:s3cret@mirror.example", CREDENTIALS),
     Bad("otel-collector-endpoint", "collector:4317", ("is invalid: must be an http://",)),
+    Bad("otel-collector-endpoint", "http://s3cret@collector:4317", CREDENTIALS),
     Bad("pre-job-script", "x" * 20000, ("is invalid: must be at most 16384",)),
     Bad("pre-install-scripts", "apt: true", ("is invalid: must be a JSON object",)),
 )
@@ -114,6 +120,7 @@ def test_bad_option_blocks_and_keeps_the_publication(
     assert message.startswith(f"config '{row.option}' "), message
     assert all(word in message for word in row.words), message
     assert len(message) <= 120, message
+    assert "s3cret" not in message
     assert dict(out.get_relation(garm.id).local_app_data) == databag
     assert {s.label: s.latest_content for s in out.secrets if s.owner == "app"} == copies
 

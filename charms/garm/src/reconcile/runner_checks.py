@@ -8,8 +8,10 @@ the charm remove the runner, and delete the emptied scale set, a few minutes soo
 One job: given busy runners, answer with the names of those GitHub positively no longer lists.
 The calls go to the API base URL of GARM's `github.com` endpoint (so a GitHub Enterprise Server
 endpoint is asked where GARM asks it), as the entity's GitHub App installation, through the
-model's proxy, with short timeouts. Any doubt (no App for the entity, GitHub unreachable, a
-refusal, an unexpected answer) leaves the runner out: GARM or the drain deadline removes it.
+model's proxy, with short timeouts and one time budget for the whole pass: a read timeout bounds
+one read only, so an answer dripping a byte at a time would hold the hook for minutes. Any doubt
+(no App for the entity, GitHub unreachable, a refusal, an unexpected answer, the budget spent)
+leaves the runner out: GARM or the drain deadline removes it.
 `cryptography` and `requests` are imported only when there is something to ask.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import contextmanager
@@ -33,6 +36,10 @@ logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 READ_TIMEOUT_SECONDS = 10.0
+# All of one pass's GitHub calls, together: a hook (or tick) must not wait on GitHub for longer.
+# Far above what a pass needs (a token, a list probe and one GET per runner, each well under a
+# second) and under the default reconcile-interval (1m).
+BUDGET_SECONDS = 30.0
 # GitHub accepts an App JWT issued at most 10 minutes ahead of its expiry; back-dating `iat`
 # allows for a clock behind GitHub's.
 JWT_BACKDATE_SECONDS = 60
@@ -59,12 +66,15 @@ class RunnerCheck:
         apps: the GitHub App of each entity, keyed by `scaleset_reconciler.plan.entity_key`.
         proxy: the model's proxy.
         clock: seconds since the epoch, for the App's JWT.
+        budget_seconds: how long the whole pass may wait on GitHub; the runners not confirmed
+            by then are left out (unknown), never named.
     """
 
     endpoint: Callable[[], GithubEndpoint | None]
     apps: Mapping[tuple[EntityKind, str], GithubApp]
     proxy: ProxyConfig
     clock: Callable[[], float] = time.time
+    budget_seconds: float = BUDGET_SECONDS
 
     def __call__(self, runners: Sequence[BusyRunner]) -> frozenset[str]:
         """Return the names of `runners` that GitHub no longer lists; never raises for GitHub.
@@ -85,34 +95,110 @@ class RunnerCheck:
             by_entity.setdefault(entity_key(runner.entity_kind, runner.entity_name), []).append(
                 runner
             )
-        finished: set[str] = set()
-        with _session(endpoint, self.proxy) as http:
+        return self._within_budget(endpoint, by_entity)
+
+    def _within_budget(
+        self,
+        endpoint: GithubEndpoint,
+        by_entity: Mapping[tuple[EntityKind, str], Sequence[BusyRunner]],
+    ) -> frozenset[str]:
+        """Ask in a worker thread; at the budget's end, return what GitHub confirmed so far.
+
+        A blocked socket read cannot be interrupted from here, so the worker is a daemon thread
+        left to finish (or to die with the hook's process); its later answers are not used.
+        """
+        progress = _Progress(time.monotonic() + self.budget_seconds)
+        failure: list[BaseException] = []
+
+        def ask() -> None:
+            try:
+                self._ask_each_entity(endpoint, by_entity, progress)
+            except BaseException as error:  # re-raised below, in the hook's thread
+                failure.append(error)
+
+        worker = threading.Thread(target=ask, name="github-runner-check", daemon=True)
+        worker.start()
+        worker.join(self.budget_seconds)
+        finished = progress.close()
+        if failure and not worker.is_alive():
+            raise failure[0]  # a bug, not GitHub: it fails the hook as it would without a thread
+        return finished
+
+    def _ask_each_entity(
+        self,
+        endpoint: GithubEndpoint,
+        by_entity: Mapping[tuple[EntityKind, str], Sequence[BusyRunner]],
+        progress: _Progress,
+    ) -> None:
+        with _session(endpoint, self.proxy, progress) as http:
             for key, busy in by_entity.items():
                 app = self.apps.get(key)
                 if app is None:
                     logger.info("GitHub runners: no GitHub App for %s; GARM removes them", key[1])
                     continue
                 try:
-                    finished |= self._finished(http, app, busy)
+                    self._finished(http, app, busy, progress)
                 except GithubUnavailable as error:
                     logger.warning(
                         "GitHub runners of %s: %s; GARM removes them in time", key[1], error
                     )
-        return frozenset(finished)
 
-    def _finished(self, http: _Http, app: GithubApp, busy: Sequence[BusyRunner]) -> set[str]:
+    def _finished(
+        self, http: _Http, app: GithubApp, busy: Sequence[BusyRunner], progress: _Progress
+    ) -> None:
         """Ask about each runner of one entity, once GitHub showed it can see the entity's."""
         token = http.installation_token(app, self.clock())
         entity = _entity_path(busy[0].entity_kind, busy[0].entity_name)
         # A 404 for a repository the installation cannot see would look like a finished job:
         # only a readable runner list makes a runner's 404 mean that the runner is gone.
         http.get(f"{entity}/actions/runners?per_page=1", token, expect=(200,))
-        return {
-            runner.name
-            for runner in busy
-            if http.get(f"{entity}/actions/runners/{runner.agent_id}", token, expect=(200, 404))
-            == 404
-        }
+        for runner in busy:
+            path = f"{entity}/actions/runners/{runner.agent_id}"
+            if http.get(path, token, expect=(200, 404)) == 404:
+                progress.confirm(runner.name)
+
+
+class _Progress:
+    """The runners GitHub confirmed gone, until the budget's end closes the record.
+
+    Shared by the caller and the worker thread: after `close`, nothing more is recorded and
+    every further GitHub call is refused, so a late answer never reaches the plan.
+    """
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self._lock = threading.Lock()
+        self._finished: set[str] = set()
+        self._closed = False
+
+    def remaining(self) -> float:
+        """Seconds left of the budget (0 once spent or closed).
+
+        Raises:
+            GithubUnavailable: the budget is spent: no further call may start.
+        """
+        with self._lock:
+            left = 0.0 if self._closed else self.deadline - time.monotonic()
+        if left <= 0:
+            raise GithubUnavailable("the time budget for GitHub is spent")
+        return left
+
+    def confirm(self, name: str) -> None:
+        """Record a runner GitHub no longer lists, unless the budget's end came first."""
+        with self._lock:
+            if not self._closed:
+                self._finished.add(name)
+
+    def close(self) -> frozenset[str]:
+        """End the pass: the runners confirmed so far; the others stay unknown."""
+        with self._lock:
+            if not self._closed and time.monotonic() >= self.deadline:
+                logger.warning(
+                    "GitHub runners: GitHub did not answer within the pass's time budget; "
+                    "the runners not yet confirmed are left to GARM"
+                )
+            self._closed = True
+            return frozenset(self._finished)
 
 
 def _entity_path(kind: EntityKind, name: str) -> str:
@@ -120,7 +206,9 @@ def _entity_path(kind: EntityKind, name: str) -> str:
 
 
 @contextmanager
-def _session(endpoint: GithubEndpoint, proxy: ProxyConfig) -> Generator[_Http]:
+def _session(
+    endpoint: GithubEndpoint, proxy: ProxyConfig, progress: _Progress
+) -> Generator[_Http]:
     """A `requests` session for the endpoint: its CA bundle if it has one, the model's proxy."""
     import tempfile  # noqa: PLC0415 - only a pass with busy retired runners pays for these
 
@@ -137,7 +225,7 @@ def _session(endpoint: GithubEndpoint, proxy: ProxyConfig) -> Generator[_Http]:
                 bundle.write(endpoint.ca_cert_bundle)
                 bundle.flush()
                 verify = bundle.name
-            yield _Http(session, endpoint.api_base_url.rstrip("/"), proxy, verify)
+            yield _Http(session, endpoint.api_base_url.rstrip("/"), proxy, verify, progress)
     finally:
         session.close()
 
@@ -148,6 +236,7 @@ class _Http:
     base: str
     proxy: ProxyConfig
     verify: str | bool
+    progress: _Progress
 
     def installation_token(self, app: GithubApp, now: float) -> str:
         """Exchange the App's JWT for an installation token (never logged)."""
@@ -168,12 +257,13 @@ class _Http:
     def _send(self, method: str, url: str, bearer: str, *, expect: tuple[int, ...]) -> Any:
         import requests  # noqa: PLC0415
 
+        left = self.progress.remaining()
         try:
             response = self.session.request(
                 method,
                 url,
                 headers={"Authorization": f"Bearer {bearer}"},
-                timeout=(CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
+                timeout=(min(CONNECT_TIMEOUT_SECONDS, left), min(READ_TIMEOUT_SECONDS, left)),
                 proxies=self.proxy.requests_proxies(url),
                 verify=self.verify,
                 allow_redirects=False,

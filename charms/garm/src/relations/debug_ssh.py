@@ -5,16 +5,22 @@ A tmate-ssh-server unit publishes in its unit databag `host`, `port`, `rsa_finge
 set's runner template as `TMATE_SERVER_*` variables in the runner's `.env`, which a debug step
 in a job (a tmate action) reads. When the relation goes, the variables go with the next pass.
 Everything in the databag is untrusted: an invalid publication is ignored with a warning naming
-the field, and the runners keep the relay they had (the charm remembers the last valid one).
+the field, and the runners keep the relay they had. The last valid relay is kept in the peer
+relation's application data, where a new leader finds it. A host that is a loopback,
+link-local, unspecified or cloud-metadata address (or name) is invalid: every runner would send
+its debug session, and the job's secrets on screen, to a service on its own machine or to the
+cloud's instance metadata. The checks are literal: the charm resolves no name.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import json
 import logging
 import re
 from collections.abc import Iterable
-from typing import Final
+from typing import Final, cast
 
 import ops
 
@@ -25,6 +31,25 @@ RELATION: Final = "debug-ssh"
 _HOST_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.:-]{0,251}[A-Za-z0-9])?")
 _FINGERPRINT_RE = re.compile(r"SHA256:[A-Za-z0-9+/]{43}=?")
 _FIELDS: Final = ("host", "port", "rsa_fingerprint", "ed25519_fingerprint")
+# Where the leader keeps the last valid relay: the peer relation's application data.
+KEPT_KEY: Final = "debug-ssh-relay"
+# Names of this machine or of a cloud's instance metadata service, as the runner would resolve
+# them; a name below `localhost` is loopback too (RFC 6761).
+_LOCAL_NAMES: Final = frozenset(
+    {
+        "localhost",
+        "metadata",
+        "metadata.google.internal",
+        "instance-data",
+        "instance-data.ec2.internal",
+    }
+)
+# Metadata services at addresses no other rule covers (AWS over IPv6, Alibaba Cloud).
+_METADATA_ADDRESSES: Final = frozenset(
+    {ipaddress.ip_address("fd00:ec2::254"), ipaddress.ip_address("100.100.100.200")}
+)
+# The shorthand IPv4 forms inet_aton reads (127.1, 2130706433, 0x7f.0.0.1): not names.
+_NUMERIC_HOST_RE = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}\.?", re.I)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,8 +119,11 @@ def parse_unit_data(data: ops.RelationDataContent | dict[str, str]) -> DebugSsh 
 def unit_data_problem(data: ops.RelationDataContent | dict[str, str]) -> str | None:
     """What is wrong with one unit's publication, naming the field; None when it is valid."""
     port = data.get("port", "")
+    host = data.get("host", "")
+    if _HOST_RE.fullmatch(host) and not _reachable_elsewhere(host):
+        return "host is a loopback, link-local or cloud-metadata address; refused"
     checks = {
-        "host": bool(_HOST_RE.fullmatch(data.get("host", ""))),
+        "host": bool(_HOST_RE.fullmatch(host)),
         "port": port.isdigit() and 1 <= int(port) <= 65535,
         "rsa_fingerprint": bool(_FINGERPRINT_RE.fullmatch(data.get("rsa_fingerprint", ""))),
         "ed25519_fingerprint": bool(
@@ -106,3 +134,49 @@ def unit_data_problem(data: ops.RelationDataContent | dict[str, str]) -> str | N
     if not bad:
         return None
     return f"{', '.join(bad)} missing or malformed"
+
+
+def _reachable_elsewhere(host: str) -> bool:
+    """Whether `host` may name a relay off the runner (no loopback, link-local or metadata)."""
+    name = host.lower().rstrip(".")
+    if name in _LOCAL_NAMES or name.endswith(".localhost"):
+        return False
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return not _NUMERIC_HOST_RE.fullmatch(name)
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return not (
+        address.is_loopback
+        or address.is_link_local
+        or address.is_unspecified
+        or address.is_multicast
+        or address in _METADATA_ADDRESSES
+    )
+
+
+def kept_relay(app_data: ops.RelationDataContent) -> DebugSsh | None:
+    """The relay the leader kept in the peer application data (`keep`); None for none.
+
+    Checked again as it is read: the value a previous charm version, or an operator, left there
+    is no more trusted than a unit's publication.
+    """
+    try:
+        kept = json.loads(app_data.get(KEPT_KEY) or "{}")
+    except ValueError:
+        return None
+    if not isinstance(kept, dict) or not kept:
+        return None
+    fields = cast("dict[str, object]", kept)
+    return parse_unit_data({key: str(value) for key, value in fields.items()})
+
+
+def keep(app_data: ops.RelationDataContent, relay: DebugSsh | None) -> None:
+    """Keep `relay` (or "no relay") in the peer application data, for any later leader."""
+    if relay is None and KEPT_KEY not in app_data:
+        return  # nothing was ever kept: the peer data stays as it was
+    kept = {**dataclasses.asdict(relay), "port": str(relay.port)} if relay is not None else {}
+    value = json.dumps(kept, sort_keys=True)
+    if app_data.get(KEPT_KEY) != value:
+        app_data[KEPT_KEY] = value

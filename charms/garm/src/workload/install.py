@@ -30,8 +30,11 @@ from workload.releases import (
     extract_member,
     tarball_bytes,
 )
+from workload.rendering import GARM_DIRECTORY
 
 logger = logging.getLogger(__name__)
+
+ROOT_USER = "root"
 
 
 class Installer:
@@ -100,16 +103,32 @@ class Installer:
         )
 
     def _ensure_directories(self) -> None:
-        """GARM reads its configuration (root:garm 0750) and writes only its data (garm:garm)."""
+        """GARM reads its configuration (root:garm 0750) and writes only its data (garm:garm).
+
+        Owner and mode are set at every install, not only on creation: a directory an earlier
+        version (or a hand) left to `garm` would let GARM rewrite its own configuration.
+        """
         paths = self._paths
         uid, gid = self._ids(SYSTEM_USER)
-        ensure_directory(paths.etc, 0o750, gid=gid)
+        root_uid, root_gid = self._ids(ROOT_USER)
+        ensure_directory(paths.etc, 0o750, uid=root_uid, gid=gid)
         ensure_directory(paths.data, 0o750, uid=uid, gid=gid)
-        ensure_directory(paths.providers_dir, 0o755)
-        ensure_directory(paths.charm_state, 0o700)
+        ensure_directory(paths.providers_dir, 0o755, uid=root_uid, gid=root_gid)
+        ensure_directory(paths.charm_state, 0o700, uid=root_uid, gid=root_gid)
+        self._repair_provider_dirs(root_uid, gid)
         # Shared system directories: create when absent (a test root), never change their mode.
         ensure_directory(paths.garm_binary.parent, None)
         ensure_directory(paths.unit_file.parent, None)
+
+    def _repair_provider_dirs(self, root_uid: int, garm_gid: int) -> None:
+        """Each provider's config directory that exists: root:garm 0750 (never through a link)."""
+        base = self._paths.provider_dirs
+        if base.is_symlink() or not base.is_dir():
+            return
+        ensure_directory(base, GARM_DIRECTORY, uid=root_uid, gid=garm_gid)
+        for entry in sorted(base.iterdir()):
+            if entry.is_dir() and not entry.is_symlink():
+                ensure_directory(entry, GARM_DIRECTORY, uid=root_uid, gid=garm_gid)
 
     def _install_binary(
         self, release: Release, tarball: Path | None, target: Path, proxy: ProxyConfig

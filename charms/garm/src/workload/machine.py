@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workload import service
-from workload.config import GarmConfig, ProxyConfig
+from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import (
     SYSTEM_USER,
     CommandError,
@@ -140,6 +140,16 @@ class Workload:
     def version(self) -> str:
         """GARM's version as `garm --version` prints it (e.g. "v0.2.1"); empty when unknown."""
         return installed_version(self.paths, self._run)
+
+    def served_tls(self) -> TlsFiles | None:
+        """The certificate chain, key and CA GARM serves now (as last applied), or None."""
+        chain, key, ca = (
+            read_text(path)
+            for path in (self.paths.tls_certificate, self.paths.tls_private_key, self.paths.tls_ca)
+        )
+        if not (chain and key and ca):
+            return None
+        return TlsFiles(certificate_chain=chain, private_key=key, ca=ca)
 
     def recorded_backend(self) -> str:
         """The backend GARM last ran with ("sqlite3", "postgresql"), or "" if it never ran."""

@@ -6,6 +6,7 @@ disk as they were last rendered.
 
 from __future__ import annotations
 
+import os
 import stat
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -148,12 +149,16 @@ def _kept_provider_files(config: GarmConfig, paths: Paths) -> dict[Path, Rendere
 
 
 def _write_if_changed(path: Path, content: bytes, mode: int, *, group: int, paths: Paths) -> None:
-    """Write unless a regular file (not a symlink) with this content, mode and group is there."""
+    """Write unless a regular file (not a symlink) with this content, mode and group is there.
+
+    Owned by the charm too (root): one an earlier version or a hand left to `garm` is rewritten.
+    """
     found = read_regular(path)
     if found is not None:
         existing, status = found
         same_group = group in (-1, status.st_gid)
-        if existing == content and stat.S_IMODE(status.st_mode) == mode and same_group:
+        ours = status.st_uid == os.geteuid()
+        if existing == content and stat.S_IMODE(status.st_mode) == mode and same_group and ours:
             return
     if group != -1 and path.parent != paths.etc:
         ensure_directory(path.parent, GARM_DIRECTORY, gid=group)

@@ -126,8 +126,15 @@ CONFIG_ROWS = (
     Bad("external-url", "https://garm example.com", ("external-url", "spaces")),
     Bad("external-url", "https://garm.example.com/\x1b[0m", ("external-url", "control")),
     Bad("external-url", "ftp://garm.example.com", ("external-url", "http:// or https://")),
-    Bad("port", 0, ("port", "1-65535")),
-    Bad("port", 65536, ("port", "1-65535")),
+    Bad("external-url", "https://garm.example.com/" + "a" * 200_000, ("at most 1024 char",)),
+    Bad("external-url", "https://garm.example.com:", ("external-url", "port of 1-65535")),
+    Bad("external-url", "https://garm.example.com/a/../admin", ("external-url", ". or ..")),
+    Bad("external-url", "https://garm.example.com/%2e%2e/x", ("external-url", ". or ..")),
+    Bad("external-url", "https://garm!.example.com", ("external-url", "DNS name or an IP")),
+    Bad("external-url", "https://xn--a.example.com", ("external-url", "DNS name or an IP")),
+    Bad("port", 0, ("port", "1024-65535")),
+    Bad("port", 80, ("port", "1024-65535", "unprivileged")),
+    Bad("port", 65536, ("port", "1024-65535")),
     Bad("log-level", "verbose", ("log-level", "'debug', 'info', 'warn' or 'error'")),
     Bad("drain-timeout", "169h", ("drain-timeout", "at most 168h")),
     Bad("drain-timeout", "9" * 30 + "h", ("drain-timeout", "duration such as 7h")),
@@ -137,6 +144,8 @@ CONFIG_ROWS = (
     Bad("handover-timeout", "soon", ("handover-timeout", "duration such as 7h")),
     Bad("reconcile-interval", "25h", ("reconcile-interval", "at most 24h")),
     Bad("reconcile-interval", "-1m", ("reconcile-interval", "duration such as 7h")),
+    Bad("reconcile-interval", "1s", ("reconcile-interval", "0 or at least 30s")),
+    Bad("reconcile-interval", "29s", ("reconcile-interval", "0 or at least 30s")),
 )
 
 
@@ -234,6 +243,9 @@ RELATION_ROWS = (
     Bad("scaleset.entity.owner", "-acme", ("scaleset.entity.owner: must be a GitHub account",)),
     Bad("scaleset.entity.repo", "runners", ("'repo' is required for kind 'repo' and forbidden",)),
     Bad("openstack.auth_url", "ftp://keystone", ("openstack.auth_url: must be an http://",)),
+    Bad(
+        "openstack.auth_url", "https://u:s3cret@keystone/v3", ("auth_url: must not carry a user",)
+    ),
     Bad("openstack.username", " runners", ("openstack.username: must be 1-255 printable",)),
     Bad("openstack.password_secret_id", "password", ("password_secret_id: must be a Juju",)),
     Bad("openstack.password_secret_id", NOT_GRANTED, (f"secret {NOT_GRANTED} does not exist",)),
@@ -247,10 +259,17 @@ RELATION_ROWS = (
     Bad("github-app.installation_id", 2**53, ("github-app.installation_id: Input should be",)),
     Bad("github-app.private_key_secret_id", LARGES_SECRET, ("does not name small: refused",)),
     Bad("runner.http_proxy", "proxy:3128", ("runner.http_proxy: must be an http://",)),
+    Bad("runner.http_proxy", "http://u:s3cret@proxy:3128", ("http_proxy: must not carry a user",)),
     Bad("runner.aproxy_exclude_addresses", ["::1"], ("aproxy_exclude_addresses.0: must be IPv4",)),
     Bad("runner.aproxy_redirect_ports", ["0"], ("runner.aproxy_redirect_ports.0: must be ports",)),
     Bad("runner.dockerhub_mirror", "mirror", ("runner.dockerhub_mirror: must be an http://",)),
+    Bad("runner.dockerhub_mirror", "https://s3cret@mirror", ("dockerhub_mirror: must not carry",)),
     Bad("runner.otel_collector_endpoint", 4317, ("runner.otel_collector_endpoint: Input",)),
+    Bad(
+        "runner.otel_collector_endpoint",
+        "http://u:s3cret@otel",
+        ("otel_collector_endpoint: must",),
+    ),
     Bad("runner.pre_job_script", "echo\x00", ("runner.pre_job_script: must be at most 16384",)),
     Bad("runner.pre_install_scripts", {".hidden": "true"}, ("script names must be 1-64",)),
 )
@@ -381,6 +400,7 @@ def _assert_only_large_changed(
     assert message.startswith(f"relation garm-configurator:{small_id} (small): "), message
     assert all(word in message for word in row.words), message
     assert len(message) <= 120
+    assert "s3cret" not in message
     after = _garm_objects(sim)
     assert after["scalesets"]["small"] == serving.garm["scalesets"]["small"]
     assert after["scalesets"]["large"]["max_runners"] == 5
@@ -589,6 +609,12 @@ RELAY = {
 DEBUG_SSH_ROWS = (
     Bad("host", "-relay", ("host",)),
     Bad("host", MISSING, ("host",)),
+    Bad("host", "127.0.0.1", ("host is a loopback, link-local or cloud-metadata",)),
+    Bad("host", "169.254.169.254", ("host is a loopback, link-local or cloud-metadata",)),
+    Bad("host", "fe80::1", ("host is a loopback",)),
+    Bad("host", "localhost", ("host is a loopback",)),
+    Bad("host", "metadata.google.internal", ("host is a loopback",)),
+    Bad("host", "2130706433", ("host is a loopback",)),
     Bad("port", "99999", ("port",)),
     Bad("port", "22 ", ("port",)),
     Bad("rsa_fingerprint", "MD5:aa:bb", ("rsa_fingerprint",)),

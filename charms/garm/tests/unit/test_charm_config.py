@@ -176,7 +176,7 @@ def test_backend_switch_rule(
 @pytest.mark.parametrize(
     ("raw", "reason"),
     [
-        ({"port": 0}, "must be 1-65535"),
+        ({"port": 0}, "must be 1024-65535 (GARM runs unprivileged)"),
         ({"port": "9997"}, "must be a valid integer"),
         ({"port": True}, "must be a valid integer"),
         ({"log-level": "verbose"}, "must be 'debug', 'info', 'warn' or 'error'"),

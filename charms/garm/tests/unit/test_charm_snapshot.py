@@ -82,7 +82,9 @@ def test_an_invalid_config_is_parsed_once_and_blocks_unit_and_app_alike(
     out = ctx.run(ctx.on.config_changed(), state)
 
     assert len(parses) == 1
-    assert out.unit_status == ops.BlockedStatus("invalid config port: must be 1-65535")
+    assert out.unit_status == ops.BlockedStatus(
+        "invalid config port: must be 1024-65535 (GARM runs unprivileged)"
+    )
     assert out.app_status == out.unit_status
 
 

@@ -74,7 +74,7 @@ LIBAPI = 0
 
 # Increment this PATCH version before using `charmcraft publish-lib` or reset
 # to 0 if you are raising the major API version
-LIBPATCH = 3
+LIBPATCH = 4
 
 PYDEPS = ["pydantic>=2,<3"]
 
@@ -248,20 +248,12 @@ def check_auth_url(value: str) -> str:
         The URL, unchanged.
 
     Raises:
-        ValueError: not an http or https URL with a host.
+        ValueError: not an http or https URL with a host, or one carrying a user or password
+            (published in clear: credentials belong in secrets).
     """
-    problem = "must be an http:// or https:// URL with a host, e.g. https://keystone:5000/v3"
-    if not 0 < len(value) <= URL_MAX_LENGTH or not _IMAGE_ID_RE.fullmatch(value):
-        raise ValueError(problem)
-    try:
-        parts = urlsplit(value)
-        host = parts.hostname
-        parts.port  # noqa: B018  (parsing the port is what raises for a bad one)
-    except ValueError:
-        raise ValueError(problem) from None
-    if parts.scheme not in {"http", "https"} or not host:
-        raise ValueError(problem)
-    return value
+    return _check_url(
+        value, "must be an http:// or https:// URL with a host, e.g. https://keystone:5000/v3"
+    )
 
 
 def check_http_url(value: str) -> str:
@@ -274,13 +266,28 @@ def check_http_url(value: str) -> str:
         The URL, unchanged.
 
     Raises:
-        ValueError: not an http or https URL with a host.
+        ValueError: not an http or https URL with a host, or one carrying a user or password.
     """
-    problem = "must be an http:// or https:// URL with a host, e.g. http://proxy.example:3128"
+    return _check_url(
+        value, "must be an http:// or https:// URL with a host, e.g. http://proxy.example:3128"
+    )
+
+
+def _check_url(value: str, problem: str) -> str:
+    if not 0 < len(value) <= URL_MAX_LENGTH or not _IMAGE_ID_RE.fullmatch(value):
+        raise ValueError(problem)
     try:
-        return check_auth_url(value)
+        parts = urlsplit(value)
+        host = parts.hostname
+        parts.port  # noqa: B018  (parsing the port is what raises for a bad one)
     except ValueError:
         raise ValueError(problem) from None
+    if parts.scheme not in {"http", "https"} or not host:
+        raise ValueError(problem)
+    # A relation databag is readable by every unit of both applications, in clear.
+    if "@" in parts.netloc:
+        raise ValueError("must not carry a user or password (user@host): use a secret")
+    return value
 
 
 def check_ipv4_target(value: str) -> str:

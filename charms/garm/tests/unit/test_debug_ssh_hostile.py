@@ -1,0 +1,131 @@
+"""The debug-ssh relay refuses hosts on the runner itself or the cloud's metadata (issue #20).
+
+Every runner would open its debug session, with the job's screen, to whatever the host names;
+a relay unit publishing 127.0.0.1 or 169.254.169.254 must not reach the runner templates. And
+the last valid relay lives in the peer relation's application data, so a new leader keeps it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import test_bad_values
+from ops import testing
+from test_bad_values import RELAY, Serving, _garm_objects  # pyright: ignore[reportPrivateUsage]
+
+from doubles.workload_double import RecordingWorkload
+from garm_sim import GarmSim
+from relations import debug_ssh
+
+# The bad-value table's fixtures, shared rather than copied.
+app_key = test_bad_values.app_key
+sim = test_bad_values.sim
+serving = test_bad_values.serving
+
+REFUSED_HOSTS = (
+    "127.0.0.1",
+    "127.8.9.10",
+    "127.1",
+    "2130706433",
+    "0x7f.0.0.1",
+    "0.0.0.0",  # noqa: S104 - a host the relay refuses, not one anything binds
+    "169.254.169.254",
+    "169.254.0.1",
+    "fe80::1",
+    "fe80::a:b:c:d",
+    "fd00:ec2::254",
+    "100.100.100.200",
+    "::ffff:127.0.0.1",
+    "::ffff:169.254.169.254",
+    "224.0.0.1",
+    "localhost",
+    "LOCALHOST.",
+    "relay.localhost",
+    "metadata",
+    "metadata.google.internal",
+    "instance-data.ec2.internal",
+)
+ACCEPTED_HOSTS = ("10.1.2.3", "192.168.1.5", "2001:db8::1", "relay.example.com", "tmate-1")
+
+
+@pytest.mark.parametrize("host", REFUSED_HOSTS)
+def test_a_local_or_metadata_host_is_refused_naming_the_field(host: str):
+    """Arrange: a relay publication with a valid port and fingerprints. Act: check the host.
+
+    Assert: refused, the problem naming `host` (and why, for a host of a valid form).
+    """
+    problem = debug_ssh.unit_data_problem({**RELAY, "host": host})
+
+    assert problem in (
+        "host is a loopback, link-local or cloud-metadata address; refused",
+        "host missing or malformed",  # the form alone refuses ::ffff:... and a trailing dot
+    )
+    assert debug_ssh.parse_unit_data({**RELAY, "host": host}) is None
+
+
+@pytest.mark.parametrize("host", ACCEPTED_HOSTS)
+def test_a_relay_elsewhere_is_accepted(host: str):
+    """Arrange: a relay on a private, global or named host. Act: check. Assert: no problem."""
+    assert debug_ssh.unit_data_problem({**RELAY, "host": host}) is None
+
+
+def test_a_new_leader_keeps_the_last_valid_relay(
+    serving: Serving, sim: GarmSim, workload: RecordingWorkload
+):
+    """Arrange: the leader gave the runners a valid relay; leadership moves to a fresh unit.
+
+    The new leader never saw the relay (no unit-local state); the relay unit then publishes
+    169.254.169.254.
+    Act: relation-changed on debug-ssh on the new leader.
+    Assert: the runner templates keep the valid relay: no write reached GARM; the peer app data
+    still holds it.
+    """
+    ctx = serving.ctx
+    relay = testing.Relation("debug-ssh", remote_units_data={0: dict(RELAY)})
+    peers = testing.PeerRelation("garm-peers")
+    state = dataclasses.replace(serving.state, relations={*serving.state.relations, relay, peers})
+    with_relay = ctx.run(ctx.on.relation_changed(relay, remote_unit=0), state)
+    sim.clock.advance(1.1)
+    with_relay = ctx.run(ctx.on.update_status(), with_relay)
+    given = _garm_objects(sim)
+    assert given != serving.garm  # the relay reached the runners' templates
+    kept = with_relay.get_relation(peers.id).local_app_data[debug_ssh.KEPT_KEY]
+    sim.reset_log()
+    hostile = dataclasses.replace(
+        relay, remote_units_data={0: {**RELAY, "host": "169.254.169.254"}}
+    )
+    new_leader = dataclasses.replace(
+        with_relay,
+        relations={*(r for r in with_relay.relations if r.id != relay.id), hostile},
+        stored_states=frozenset(),
+    )
+
+    out = ctx.run(ctx.on.relation_changed(hostile, remote_unit=0), new_leader)
+
+    assert sim.write_count() == 0
+    assert _garm_objects(sim) == given
+    assert json.loads(out.get_relation(peers.id).local_app_data[debug_ssh.KEPT_KEY]) == (
+        json.loads(kept)
+    )
+    assert json.loads(kept)["host"] == "10.1.2.3"
+
+
+def test_removing_the_relay_clears_what_the_leader_kept(serving: Serving, sim: GarmSim):
+    """Arrange: the leader kept a valid relay. Act: the debug-ssh relation is removed.
+
+    Assert: the peer app data says "no relay" (a later invalid relay never brings it back).
+    """
+    ctx = serving.ctx
+    relay = testing.Relation("debug-ssh", remote_units_data={0: dict(RELAY)})
+    peers = testing.PeerRelation("garm-peers")
+    state = dataclasses.replace(serving.state, relations={*serving.state.relations, relay, peers})
+    with_relay = ctx.run(ctx.on.relation_changed(relay, remote_unit=0), state)
+    without = dataclasses.replace(
+        with_relay, relations={r for r in with_relay.relations if r.id != relay.id}
+    )
+
+    out = ctx.run(ctx.on.update_status(), without)
+
+    assert json.loads(out.get_relation(peers.id).local_app_data[debug_ssh.KEPT_KEY]) == {}
