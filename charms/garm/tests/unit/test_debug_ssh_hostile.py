@@ -121,7 +121,9 @@ def test_removing_the_relay_clears_what_the_leader_kept(serving: Serving, sim: G
     relay = testing.Relation("debug-ssh", remote_units_data={0: dict(RELAY)})
     peers = testing.PeerRelation("garm-peers")
     state = dataclasses.replace(serving.state, relations={*serving.state.relations, relay, peers})
-    with_relay = ctx.run(ctx.on.relation_changed(relay, remote_unit=0), state)
+    # The first hook with the peer relation takes GARM's lease; GARM runs from the next one.
+    leased = ctx.run(ctx.on.update_status(), state)
+    with_relay = ctx.run(ctx.on.relation_changed(relay, remote_unit=0), leased)
     without = dataclasses.replace(
         with_relay, relations={r for r in with_relay.relations if r.id != relay.id}
     )
