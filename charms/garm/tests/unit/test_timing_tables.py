@@ -47,7 +47,7 @@ def calls_since(garm: MemoryGarm, start: int, operation: str) -> int:
     return sum(1 for call in garm.log[start:] if call.operation == operation)
 
 
-def relabel(garm: MemoryGarm, **fields: object) -> tuple[str, str, datetime.datetime]:
+def relabel(garm: MemoryGarm, **fields: int) -> tuple[str, str, datetime.datetime]:
     """Converge `small`, change its labels in one pass; return (old, new, new's creation)."""
     converge(garm, [make_spec(**fields)])
     garm.tick()
