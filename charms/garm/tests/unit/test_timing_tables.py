@@ -47,13 +47,14 @@ def calls_since(garm: MemoryGarm, start: int, operation: str) -> int:
     return sum(1 for call in garm.log[start:] if call.operation == operation)
 
 
-def relabel(garm: MemoryGarm, **fields: int) -> tuple[str, str, datetime.datetime]:
+def relabel(garm: MemoryGarm, min_idle: int = 0) -> tuple[str, str, datetime.datetime]:
     """Converge `small`, change its labels in one pass; return (old, new, new's creation)."""
-    converge(garm, [make_spec(**fields)])
+    converge(garm, [make_spec(min_idle_runners=min_idle)])
     garm.tick()
-    run(garm, [make_spec(labels=NEW_LABELS, **fields)])
-    new = live_name(make_spec(labels=NEW_LABELS, **fields))
-    return live_name(make_spec(**fields)), new, garm.by_name(new).created_at
+    changed = make_spec(labels=NEW_LABELS, min_idle_runners=min_idle)
+    run(garm, [changed])
+    new = live_name(changed)
+    return live_name(make_spec(min_idle_runners=min_idle)), new, garm.by_name(new).created_at
 
 
 @pytest.mark.parametrize(("offset", "retires"), OFFSETS)
@@ -80,7 +81,7 @@ def test_handover_timeout(offset: int, blocks: bool):
     """
     garm = MemoryGarm()
     garm.stuck_boots = True
-    old, _, created = relabel(garm, min_idle_runners=1)
+    old, _, created = relabel(garm, min_idle=1)
     move_to(garm, created + HANDOVER_TIMEOUT + datetime.timedelta(seconds=offset))
 
     report = run(garm, [make_spec(labels=NEW_LABELS, min_idle_runners=1)])
