@@ -4,7 +4,8 @@ Each row arranges a fresh GARM (the in-memory double), moves GARM's clock to the
 offset, runs one pass and checks what was done to GARM. The edges: the hand-over grace (60 s
 after the new scale set serves), the hand-over timeout (30 min without a runner online), the
 label retry (15 min, doubling per attempt), the kept-delete back-off (1 min, doubling), the
-drain deadline (7 h after retirement) and the metrics-token refresh (30 days before expiry).
+drain deadline (7 h after retirement), the metrics-token refresh (30 days before expiry) and
+the service takeover by a new leader (5 min after its claim, ADR 0005).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from scaleset_fixtures import converge, make_spec, run
 
 from doubles.memory_garm import MemoryGarm
 from reconcile.metrics_token import RENEW_BEFORE, token_is_current
+from relations.service_handover import TAKEOVER_DEADLINE, HostClaim, Verdict, decide
 from scaleset_reconciler import Phase
 from scaleset_reconciler.marker import parse_marker
 from scaleset_reconciler.naming import live_name
@@ -227,3 +229,19 @@ def test_metrics_token_refresh(offset: int, renews: bool):
     now = expires - RENEW_BEFORE + datetime.timedelta(seconds=offset)
 
     assert token_is_current(metrics_token(expires), SECRET, now) is not renews
+
+
+@pytest.mark.parametrize(("offset", "runs"), OFFSETS)
+def test_service_takeover_deadline(offset: int, runs: bool):
+    """Arrange: a new leader claimed GARM at T; the old leader still says it runs GARM.
+
+    Act: decide at T + 5 min + offset. Assert: it runs GARM from the edge on, waits before it.
+    """
+    claimed = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
+    claim = HostClaim("garm/1", claimed)
+    now = claimed + TAKEOVER_DEADLINE + datetime.timedelta(seconds=offset)
+
+    decision = decide("garm/1", claim, {"garm/0": True}, sqlite=False, now=now)
+
+    assert decision.verdict is (Verdict.RUN if runs else Verdict.WAIT)
+    assert decision.claim == claim
