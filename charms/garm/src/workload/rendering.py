@@ -6,6 +6,7 @@ disk as they were last rendered.
 
 from __future__ import annotations
 
+import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -162,11 +163,12 @@ def _write_if_changed(path: Path, content: bytes, mode: int, *, group: int, path
     Returns:
         Whether what a reader of `path` saw (through any link) was not `content`.
     """
+    if group != -1 and path.parent != paths.etc:
+        # A provider's directory: root's, in the garm group, put right at every hook.
+        ensure_directory(path.parent, GARM_DIRECTORY, uid=os.geteuid(), gid=group)
     if read_intact(path, mode, group=group) == content:
         return False
     seen = _read_through(path)
-    if group != -1 and path.parent != paths.etc:
-        ensure_directory(path.parent, GARM_DIRECTORY, gid=group)
     write_atomic(path, content, mode, group=group)
     return seen != content
 

@@ -289,6 +289,26 @@ def test_drifted_directories_are_put_back_by_install(work: Workload, tmp_path: P
             assert status.st_gid == group, directory
 
 
+def test_a_drifted_provider_directory_is_put_back_by_the_next_apply(
+    work: Workload, systemctl: FakeSystemctl
+):
+    """Arrange: a provider's directory loosened and given away. Act: apply the same config.
+
+    Assert: root's again, in the garm group, 0750; GARM not restarted (its files are intact).
+    """
+    directory = work.paths.provider_dir("openstack-small")
+    directory.chmod(0o777)
+    os.chown(directory, STRANGER, STRANGER)
+    restarts = systemctl.restarts()
+
+    work.apply(full_config())
+
+    status = os.lstat(directory)
+    assert stat.S_IMODE(status.st_mode) == 0o750
+    assert (status.st_uid, status.st_gid) == (os.geteuid(), this_users_ids("garm")[1])
+    assert systemctl.restarts() == restarts
+
+
 @pytest.fixture
 def tick(tmp_path: Path) -> tuple[ReconcileTick, TickSchedule]:
     """The leader's reconcile timer, installed under a temporary root."""
