@@ -36,7 +36,7 @@ TOKEN_PATH = rf"/api/v3/app/installations/{INSTALLATION}/access_tokens"
 LIST_PATH = r"/api/v3/repos/Fake-Org/Fake\.Repo/actions/runners"
 RUNNER_PATH = r"/api/v3/repos/Fake-Org/Fake\.Repo/actions/runners/\d+"
 # Short enough that a held answer costs the suite little, long enough for a loopback answer.
-READ_TIMEOUT = 0.3
+READ_TIMEOUT = 1.0
 
 
 @pytest.fixture(scope="module")
@@ -162,11 +162,11 @@ NO_EVIDENCE = (
     + [
         pytest.param(Fault("GET", RUNNER_PATH, 204), id="runner-204"),
         pytest.param(
-            Fault("GET", RUNNER_PATH, 404, delay_seconds=3 * READ_TIMEOUT), id="runner-404-late"
+            Fault("GET", RUNNER_PATH, 404, delay_seconds=4 * READ_TIMEOUT), id="runner-404-late"
         ),
         pytest.param(
             Fault(
-                "GET", RUNNER_PATH, 404, {"message": "Not Found"}, stall_seconds=3 * READ_TIMEOUT
+                "GET", RUNNER_PATH, 404, {"message": "Not Found"}, stall_seconds=4 * READ_TIMEOUT
             ),
             id="runner-404-body-stalls",
         ),
@@ -180,7 +180,7 @@ NO_EVIDENCE = (
             Fault("GET", LIST_PATH, 302, headers=(("Location", "/api/v3/elsewhere"),)),
             id="list-redirect",
         ),
-        pytest.param(Fault("GET", LIST_PATH, 200, delay_seconds=3 * READ_TIMEOUT), id="list-late"),
+        pytest.param(Fault("GET", LIST_PATH, 200, delay_seconds=4 * READ_TIMEOUT), id="list-late"),
     ]
     + [
         pytest.param(Fault("POST", TOKEN_PATH, status, {"message": "x"}), id=f"token-{status}")
@@ -193,7 +193,7 @@ NO_EVIDENCE = (
             Fault("POST", TOKEN_PATH, 201, ["not", "an", "object"]), id="token-not-object"
         ),
         pytest.param(
-            Fault("POST", TOKEN_PATH, 201, delay_seconds=3 * READ_TIMEOUT), id="token-late"
+            Fault("POST", TOKEN_PATH, 201, delay_seconds=4 * READ_TIMEOUT), id="token-late"
         ),
     ]
 )
