@@ -245,3 +245,36 @@ def test_service_takeover_deadline(offset: int, runs: bool):
 
     assert decision.verdict is (Verdict.RUN if runs else Verdict.WAIT)
     assert decision.claim == claim
+
+
+@pytest.mark.parametrize(("offset", "forces"), OFFSETS)
+def test_drain_deadline_after_a_flip_back(offset: int, forces: bool):
+    """Arrange: the old set retired with a busy runner, re-enabled, then retired again.
+
+    Act: a pass at the second retirement + drain timeout + offset.
+    Assert: the deadline counts from the second retirement, not from the re-enable.
+    """
+    garm = MemoryGarm()
+    converge(garm, [make_spec(min_idle_runners=1)])
+    garm.tick()
+    garm.tick()
+    old = live_name(make_spec(min_idle_runners=1))
+    busy = garm.start_job(garm.by_name(old).id)
+    assert busy is not None
+    changed = make_spec(labels=NEW_LABELS, min_idle_runners=1)
+    converge_until_retired(garm, changed, old)
+    garm.advance(600)
+    back = make_spec(min_idle_runners=1)
+    for _ in range(5):
+        run(garm, [back])
+        garm.advance(61)
+    assert garm.by_name(old).enabled
+    converge_until_retired(garm, changed, old)
+    marker = parse_marker(garm.by_name(old).extended_state)
+    assert marker is not None
+    assert marker.retired_at is not None
+    move_to(garm, marker.retired_at + DRAIN + datetime.timedelta(seconds=offset))
+
+    run(garm, [changed])
+
+    assert [forced.name for forced in garm.forced] == ([busy] if forces else [])
