@@ -323,3 +323,20 @@ def test_the_hooks_own_proxy_variables_are_not_used(
 
         assert finished == {runner.name}
         assert sink.requests == []
+
+
+def test_no_proxy_for_other_hosts_still_sends_through_the_proxy(
+    ghes: FakeGitHub, app: GithubApp, issuer: Issuer
+):
+    """Arrange: the model's proxy, NO_PROXY naming other hosts; a GHES runner whose job ended.
+
+    Act: ask. Assert: named, through the proxy's tunnel (NO_PROXY is read for this endpoint).
+    """
+    runner = finished_runner(ghes)
+    with TunnelProxy() as proxy:
+        model_proxy = ProxyConfig(https_proxy=proxy.url, no_proxy="example.com,10.0.0.0/8")
+
+        finished = ask(ghes, app, [runner], ca_bundle=issuer.ca_pem.encode(), proxy=model_proxy)
+
+        assert finished == {runner.name}
+        assert set(proxy.tunnels) == {f"localhost:{ghes.port}"}
