@@ -8,6 +8,6 @@ with `with FakeGitHub() as github:`; `github.issued_tokens()` lists every secret
 
 from __future__ import annotations
 
-from fake_github.server import FakeGitHub, FakeGitHubConfig
+from fake_github.server import FakeGitHub, FakeGitHubConfig, Fault
 
-__all__ = ["FakeGitHub", "FakeGitHubConfig"]
+__all__ = ["FakeGitHub", "FakeGitHubConfig", "Fault"]

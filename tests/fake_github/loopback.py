@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -13,15 +14,19 @@ class LoopbackServer:
 
     Args:
         port: the port (0 = free; the chosen one is in `port` once started).
+        tls: serve HTTPS with this server context (a certificate for `localhost`), else HTTP.
     """
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, tls: ssl.SSLContext | None = None) -> None:
         self.port = port
+        self.tls = tls
         self._server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        """Return `http://127.0.0.1:<port>`."""
+        """Return `http://127.0.0.1:<port>`, or `https://localhost:<port>` when serving TLS."""
+        if self.tls is not None:
+            return f"https://localhost:{self.port}"
         return f"http://127.0.0.1:{self.port}"
 
     @property
@@ -51,6 +56,8 @@ class LoopbackServer:
         """Serve in a background thread."""
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self.handler_class())
         self._server.daemon_threads = True
+        if self.tls is not None:
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
         threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True

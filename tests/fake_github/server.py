@@ -8,6 +8,7 @@ import hmac
 import json
 import re
 import secrets
+import ssl
 import threading
 import time
 import uuid
@@ -61,6 +62,29 @@ class Answer:
     body: Any = None
 
 
+@dataclass(frozen=True)
+class Fault:
+    """A scripted answer, in place of GitHub's, to requests whose path (no query) matches `path`.
+
+    Attributes:
+        method: the HTTP method it applies to.
+        path: a regular expression the whole request path must match.
+        status: the status sent.
+        body: the JSON body (None = empty).
+        headers: extra headers (a redirect's `Location`).
+        delay_seconds: held this long before the status line is sent.
+        stall_seconds: the headers promise a body; it comes this long after them.
+    """
+
+    method: str
+    path: str
+    status: int
+    body: Any = None
+    headers: tuple[tuple[str, str], ...] = ()
+    delay_seconds: float = 0.0
+    stall_seconds: float = 0.0
+
+
 Route = tuple[
     str,
     re.Pattern[str],
@@ -76,9 +100,16 @@ class FakeGitHub(LoopbackServer):
         config: behaviour switches.
     """
 
-    def __init__(self, port: int = 0, config: FakeGitHubConfig | None = None) -> None:
-        super().__init__(port)
+    def __init__(
+        self,
+        port: int = 0,
+        config: FakeGitHubConfig | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        super().__init__(port, tls)
         self.config = config or FakeGitHubConfig()
+        # Scripted answers (`Fault`), tried before the routes; the first match answers.
+        self.faults: list[Fault] = []
         self.scale_sets: dict[int, dict[str, Any]] = {}
         self.sessions: dict[str, int] = {}
         self.runners: dict[int, dict[str, Any]] = {}
@@ -197,6 +228,11 @@ class FakeGitHub(LoopbackServer):
         """
         with self.lock:
             return [self.config.token, *self._issued, *self.app_jwts]
+
+    def wait(self, seconds: float) -> None:
+        """Hold an answer for `seconds` (ends early when stopping)."""
+        if seconds:
+            self._stopping.wait(seconds)
 
     def hold_poll(self) -> None:
         """Hold an empty long poll (bounded; ends early when stopping)."""
@@ -646,6 +682,10 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        fault = self._fault(method, parts.path)
+        if fault is not None:
+            self._serve_fault(method, fault)
+            return
         answer = self._answer(method, parts.path, raw, parse_qs(parts.query))
         with self.github.lock:
             self.github.calls.append((method, self.path, answer.status))
@@ -673,6 +713,29 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             self.wfile.write(payload[index : index + 1])
             self.wfile.flush()
+
+    def _fault(self, method: str, path: str) -> Fault | None:
+        with self.github.lock:
+            faults = list(self.github.faults)
+        return next((f for f in faults if f.method == method and re.fullmatch(f.path, path)), None)
+
+    def _serve_fault(self, method: str, fault: Fault) -> None:
+        with self.github.lock:
+            self.github.calls.append((method, self.path, fault.status))
+        payload = b"" if fault.body is None else json.dumps(fault.body).encode()
+        self.github.wait(fault.delay_seconds)
+        try:
+            self.send_response(fault.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in fault.headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.flush()
+            self.github.wait(fault.stall_seconds)
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
 
     def _answer(self, method: str, path: str, raw: bytes, query: dict[str, list[str]]) -> Answer:
         authorization = self.headers.get("Authorization", "")

@@ -235,6 +235,9 @@ def write_atomic(path: Path, content: bytes, mode: int, *, group: int = -1) -> N
     `path` itself, never its target.
     """
     ensure_directory(path.parent, None)
+    if path.is_dir() and not path.is_symlink():
+        # A directory in the file's place would make the rename fail at every hook.
+        remove_tree(path)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         os.fchmod(descriptor, mode)
@@ -249,6 +252,39 @@ def write_atomic(path: Path, content: bytes, mode: int, *, group: int = -1) -> N
         raise
     os.close(descriptor)
     os.replace(temporary, path)
+
+
+def read_intact(path: Path, mode: int, *, group: int = -1) -> bytes | None:
+    """The content of `path` when it is as `write_atomic` leaves it, else None.
+
+    As written: a regular file (never a symlink) owned by this process's user, at `mode`, and
+    in `group` unless that is -1. Anything else is drift that the next write repairs.
+    """
+    found = read_regular(path)
+    if found is None:
+        return None
+    content, status = found
+    if status.st_uid != os.geteuid() or stat.S_IMODE(status.st_mode) != mode:
+        return None
+    if group not in (-1, status.st_gid):
+        return None
+    return content
+
+
+def is_intact(path: Path, mode: int) -> bool:
+    """Whether `path` is a regular file (not a symlink) owned by this process's user at `mode`.
+
+    For binaries: their attributes, without reading them.
+    """
+    try:
+        status = os.lstat(path)
+    except OSError:
+        return False
+    return (
+        stat.S_ISREG(status.st_mode)
+        and status.st_uid == os.geteuid()
+        and stat.S_IMODE(status.st_mode) == mode
+    )
 
 
 def ensure_directory(path: Path, mode: int | None, *, uid: int = -1, gid: int = -1) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from workload.host import (
     Runner,
     check_command,
     ensure_directory,
+    is_intact,
     write_atomic,
 )
 from workload.releases import (
@@ -33,8 +35,8 @@ from workload.releases import (
 from workload.rendering import GARM_DIRECTORY
 
 logger = logging.getLogger(__name__)
-
-ROOT_USER = "root"
+# Executables: root's, runnable by all (GARM runs as its own user).
+BINARY_MODE = 0o755
 
 
 class Installer:
@@ -67,7 +69,9 @@ class Installer:
 
     def is_installed(self) -> bool:
         """Whether both binaries are in place."""
-        return self._paths.garm_binary.is_file() and self._paths.provider_binary.is_file()
+        return is_intact(self._paths.garm_binary, BINARY_MODE) and is_intact(
+            self._paths.provider_binary, BINARY_MODE
+        )
 
     def installed_digests(self) -> dict[str, str]:
         """Resource name -> sha256 of the tarball its binary was installed from."""
@@ -110,12 +114,13 @@ class Installer:
         """
         paths = self._paths
         uid, gid = self._ids(SYSTEM_USER)
-        root_uid, root_gid = self._ids(ROOT_USER)
-        ensure_directory(paths.etc, 0o750, uid=root_uid, gid=gid)
+        # Owned by root again, whoever took them: a directory's owner may replace its files.
+        root = os.geteuid()
+        ensure_directory(paths.etc, 0o750, uid=root, gid=gid)
         ensure_directory(paths.data, 0o750, uid=uid, gid=gid)
-        ensure_directory(paths.providers_dir, 0o755, uid=root_uid, gid=root_gid)
-        ensure_directory(paths.charm_state, 0o700, uid=root_uid, gid=root_gid)
-        self._repair_provider_dirs(root_uid, gid)
+        ensure_directory(paths.providers_dir, 0o755, uid=root)
+        ensure_directory(paths.charm_state, 0o700, uid=root)
+        self._repair_provider_dirs(root, gid)
         # Shared system directories: create when absent (a test root), never change their mode.
         ensure_directory(paths.garm_binary.parent, None)
         ensure_directory(paths.unit_file.parent, None)
@@ -141,17 +146,18 @@ class Installer:
         installed = self.installed_digests()
         attached = _attached(tarball)
         pinned = release.sha256.get(self._arch, "")
-        unchanged = pinned and installed.get(release.resource) == pinned and target.is_file()
+        intact = is_intact(target, BINARY_MODE)
+        unchanged = pinned and installed.get(release.resource) == pinned and intact
         if attached is None and unchanged:
             return
         content = attached or tarball_bytes(
             release, None, proxy, arch=self._arch, fetch=self._fetch
         )
         digest = hashlib.sha256(content).hexdigest()
-        if installed.get(release.resource) == digest and target.is_file():
+        if installed.get(release.resource) == digest and intact:
             return
         binary = extract_member(release, content)
-        write_atomic(target, binary, 0o755)
+        write_atomic(target, binary, BINARY_MODE)
         installed[release.resource] = digest
         write_atomic(self._paths.installed, json.dumps(installed).encode(), 0o600)
         logger.info("installed %s from a tarball with sha256 %s", release.binary, digest)

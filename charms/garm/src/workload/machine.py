@@ -22,6 +22,7 @@ from workload.host import (
     Runner,
     lookup_ids,
     machine_arch,
+    read_intact,
     read_text,
     remove_tree,
     run_command,
@@ -33,6 +34,8 @@ from workload.pending_password import PendingPasswordFile
 from workload.releases import Fetcher, fetch_url
 from workload.rendering import RenderedFile, render_files, rendered_provider_names, write_files
 from workload.version import installed_version
+
+METRICS_TOKEN_MODE = 0o600
 
 
 class Workload:
@@ -87,9 +90,13 @@ class Workload:
             CommandError: systemd refused.
         """
         files = self.render_files(config)
-        write_files(files, config, self.paths, self._installer.garm_group())
+        reread = write_files(files, config, self.paths, self._installer.garm_group())
         return service.restart_if_changed(
-            self.paths, files, config.proxy, self._installer.installed_digests()
+            self.paths,
+            files,
+            config.proxy,
+            self._installer.installed_digests(),
+            repaired=bool(reread),
         )
 
     def render_files(self, config: GarmConfig) -> dict[Path, RenderedFile]:
@@ -187,14 +194,16 @@ class Workload:
 
     def metrics_token(self) -> str:
         """The token the metrics scrape sends; empty when none was written."""
-        return read_text(self.paths.metrics_token).strip()
+        # A token file someone loosened or replaced counts as none: a fresh one is written.
+        token = read_intact(self.paths.metrics_token, METRICS_TOKEN_MODE)
+        return (token or b"").decode(errors="replace").strip()
 
     def write_metrics_token(self, token: str) -> None:
         """Keep the scrape's token where its scrape job points (root only, 0600).
 
         Not a file GARM runs with: a new token never restarts GARM.
         """
-        write_atomic(self.paths.metrics_token, token.encode(), 0o600)
+        write_atomic(self.paths.metrics_token, token.encode(), METRICS_TOKEN_MODE)
 
     def record_backend(self, backend: str) -> None:
         """Remember which backend GARM now keeps its state in."""

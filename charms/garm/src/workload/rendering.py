@@ -7,7 +7,6 @@ disk as they were last rendered.
 from __future__ import annotations
 
 import os
-import stat
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from workload.host import (
     Paths,
     WorkloadError,
     ensure_directory,
+    read_intact,
     read_regular,
     remove_tree,
     write_atomic,
@@ -82,7 +82,7 @@ def render_files(config: GarmConfig, paths: Paths) -> dict[Path, RenderedFile]:
 
 def write_files(
     files: Mapping[Path, RenderedFile], config: GarmConfig, paths: Paths, group: int
-) -> None:
+) -> frozenset[Path]:
     """Write each rendered file that differs on disk; remove providers GARM no longer runs.
 
     Args:
@@ -90,13 +90,22 @@ def write_files(
         config: what they were rendered from.
         paths: where they go.
         group: the garm group's gid, given the files GARM reads and their directories.
+
+    Returns:
+        The files the service reads whose content on disk was not the rendered one: GARM may
+        have started with what was there (a hand edit, then a reboot).
     """
+    reread: set[Path] = set()
     for path, (content, mode, garm_reads) in files.items():
-        _write_if_changed(path, content, mode, group=group if garm_reads else -1, paths=paths)
+        group_id = group if garm_reads else -1
+        if _write_if_changed(path, content, mode, group=group_id, paths=paths):
+            reread.add(path)
     _remove_stale_providers(config, paths)
     if config.tls is None:
         for path in (paths.tls_certificate, paths.tls_private_key, paths.tls_ca):
             remove_tree(path)
+    # Clients on this machine read the CA; GARM and systemd never do.
+    return frozenset(reread - {paths.tls_ca})
 
 
 def _database_environment(config: GarmConfig, paths: Paths) -> dict[str, str]:
@@ -148,21 +157,27 @@ def _kept_provider_files(config: GarmConfig, paths: Paths) -> dict[Path, Rendere
     return files
 
 
-def _write_if_changed(path: Path, content: bytes, mode: int, *, group: int, paths: Paths) -> None:
-    """Write unless a regular file (not a symlink) with this content, mode and group is there.
+def _write_if_changed(path: Path, content: bytes, mode: int, *, group: int, paths: Paths) -> bool:
+    """Write unless the file is as written (content, mode, owner, group, not a symlink).
 
-    Owned by the charm too (root): one an earlier version or a hand left to `garm` is rewritten.
+    Returns:
+        Whether what a reader of `path` saw (through any link) was not `content`.
     """
-    found = read_regular(path)
-    if found is not None:
-        existing, status = found
-        same_group = group in (-1, status.st_gid)
-        ours = status.st_uid == os.geteuid()
-        if existing == content and stat.S_IMODE(status.st_mode) == mode and same_group and ours:
-            return
     if group != -1 and path.parent != paths.etc:
-        ensure_directory(path.parent, GARM_DIRECTORY, gid=group)
+        # A provider's directory: root's, in the garm group, put right at every hook.
+        ensure_directory(path.parent, GARM_DIRECTORY, uid=os.geteuid(), gid=group)
+    if read_intact(path, mode, group=group) == content:
+        return False
+    seen = _read_through(path)
     write_atomic(path, content, mode, group=group)
+    return seen != content
+
+
+def _read_through(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def _remove_stale_providers(config: GarmConfig, paths: Paths) -> None:

@@ -32,8 +32,18 @@ def restart_if_changed(
     files: Mapping[Path, RenderedFile],
     proxy: ProxyConfig,
     installed: Mapping[str, str],
+    *,
+    repaired: bool = False,
 ) -> bool:
     """(Re)start GARM when its files, binaries or environment differ from its last start.
+
+    Args:
+        paths: where the fingerprint is kept.
+        files: what the service runs with.
+        proxy: the model's proxy.
+        installed: the installed binaries' tarball digests.
+        repaired: a file the service reads had other content on disk (now repaired); GARM
+            may have started with it, so it starts again.
 
     Returns:
         True when the service was started or restarted in this call.
@@ -42,7 +52,7 @@ def restart_if_changed(
         CommandError: systemd refused.
     """
     wanted = fingerprint(files, proxy, installed)
-    if read_text(paths.fingerprint) == wanted and is_running():
+    if read_text(paths.fingerprint) == wanted and is_running() and not repaired:
         return False
     _systemd("daemon-reload", systemd.daemon_reload)
     _systemd("enable", systemd.service_enable, SERVICE_NAME)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from charmlibs import systemd
 
+from workload.host import read_intact, write_atomic
+
 logger = logging.getLogger(__name__)
 
 TICK_EVENT = "reconcile-tick"
@@ -32,6 +34,8 @@ TIMER_NAME = f"{SERVICE_NAME}.timer"
 # A tick waits for the hook lock and then runs one reconcile: generous, but never forever.
 TICK_TIMEOUT = datetime.timedelta(minutes=5)
 JUJU_EXEC = "/usr/bin/juju-exec"
+# systemd unit files: root's, readable by all.
+UNIT_MODE = 0o644
 
 
 class TickError(Exception):
@@ -130,10 +134,10 @@ class ReconcileTick:
             self.paths.timer_file: render_timer(schedule),
         }
         changed = [path for path, text in files.items() if _read_text(path) != text]
-        for path in changed:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(files[path])
-            path.chmod(0o644)
+        for path, text in files.items():
+            # A drifted mode, owner or a symlink is put right too (never written through).
+            if read_intact(path, UNIT_MODE) != text.encode():
+                write_atomic(path, text.encode(), UNIT_MODE)
         if changed:
             _systemd("daemon-reload", systemd.daemon_reload)
             # restart, not start: a changed interval must take effect now.

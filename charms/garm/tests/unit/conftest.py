@@ -9,12 +9,20 @@ from pathlib import Path
 
 import pytest
 from fake_systemctl import FakeSystemctl, install_fake_systemctl
+from hypothesis import HealthCheck, settings
 from ops import testing
 
 import charm
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from workload.tick import ReconcileTick, TickPaths
+
+# Under coverage's tracer (`tox -e unit`) or mutmut, on two shared cores, drawing examples is
+# slower than hypothesis's health check allows; each test's own settings still bound its run.
+settings.register_profile(
+    "charm-unit", suppress_health_check=[HealthCheck.too_slow], deadline=None
+)
+settings.load_profile("charm-unit")
 
 
 @pytest.fixture

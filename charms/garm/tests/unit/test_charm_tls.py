@@ -478,3 +478,31 @@ def test_tls_files_hold_the_key_out_of_their_repr():
     files = TlsFiles("chain", "very-secret-key", "ca")
 
     assert "very-secret-key" not in repr(files)
+
+
+def revoked(state: testing.State) -> testing.State:
+    """`state` after the provider marked every certificate it issued as revoked."""
+    relation = requested(state)
+    issued = json.loads(relation.remote_app_data["certificates"])
+    marked = [{**certificate, "revoked": True} for certificate in issued]
+    answered = dataclasses.replace(
+        relation, remote_app_data={**relation.remote_app_data, "certificates": json.dumps(marked)}
+    )
+    return dataclasses.replace(state, relations=(state.relations - {relation}) | {answered})
+
+
+def test_a_revoked_certificate_is_not_served(tls_walk: TlsWalk, workload: RecordingWorkload):
+    """Arrange: GARM serving HTTPS with the issued certificate. Act: the CA revokes it.
+
+    Assert: the next hook runs GARM without TLS (the revoked certificate and its key are not
+    written for GARM).
+    """
+    tls_walk.issue()
+    tls_walk.changed()
+    assert workload.applied[-1].tls is not None
+    tls_walk.serve(None)
+    tls_walk.state = revoked(tls_walk.state)
+
+    tls_walk.changed()
+
+    assert workload.applied[-1].tls is None

@@ -43,6 +43,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis_budget import SHRINK_SECONDS, shrinking_bounded
 from scaleset_fixtures import SETTINGS, make_spec
 
 from doubles.memory_garm import CONSOLIDATION_SECONDS, REPO_ID, WRITE_OPERATIONS, Call, MemoryGarm
@@ -107,6 +108,10 @@ PROFILES = {
     ),
 }
 PROFILE = PROFILES.get(os.environ.get("HYPOTHESIS_PROFILE", "default"), PROFILES["default"])
+# A failure found by the default run is reported within about a minute (shrinking bounded).
+SHRINK_BOUND = (
+    SHRINK_SECONDS if os.environ.get("HYPOTHESIS_PROFILE", "default") != "thorough" else 300
+)
 
 
 @dataclasses.dataclass
@@ -182,6 +187,8 @@ class ScalesetMachine(RuleBasedStateMachine):
         }
         self.hand_snapshot = self._hand_state()
         self.passes = 0
+        # Where the latest pass's calls start in GARM's log (what an invariant's failure names).
+        self.pass_start = 0
         self.reached: set[str] = set()
         self.github_answers = True
         # Runners removed before their drain deadline because their jobs had ended at GitHub.
@@ -455,8 +462,8 @@ class ScalesetMachine(RuleBasedStateMachine):
     @invariant()
     def nothing_with_runners_or_enabled_is_deleted(self) -> None:
         """GARM never had to refuse a delete: the charm only deletes empty, disabled sets."""
-        assert self.garm.deletes_refused_with_runners == []
-        assert self.garm.deletes_refused_enabled == []
+        refused = self.garm.deletes_refused_with_runners + self.garm.deletes_refused_enabled
+        assert not refused, f"GARM refused deleting {refused}: {self._calls_about(*refused)}"
 
     @invariant()
     def no_forced_drain_before_deadline(self) -> None:
@@ -466,20 +473,24 @@ class ScalesetMachine(RuleBasedStateMachine):
         """
         for forced in self.garm.forced:
             disabled_at = self.garm.disabled_at(forced.scaleset_id, forced.call)
-            assert disabled_at is not None, f"{forced} forced off an enabled set"
+            call = self.garm.log[forced.call - 1]
+            assert disabled_at is not None, f"{call} forced {forced} off an enabled set"
             early = forced.at < disabled_at + SETTINGS.drain_timeout
-            assert not early or forced.name in self.finished_removed, forced
+            assert not early or forced.name in self.finished_removed, (
+                f"{call} forced {forced} off before the drain deadline"
+            )
 
     @invariant()
     def hand_made_untouched(self) -> None:
         """Hand-made scale sets are never written to."""
-        touched = {
-            call[1][0]
-            for call in self.garm.writes()
-            if call[0] in ("update_scaleset", "delete_scaleset")
-        }
-        assert not touched & self.hand_made
-        assert self._hand_state() == self.hand_snapshot
+        touched = [
+            call
+            for call in self.garm.log
+            if call.operation in ("update_scaleset", "delete_scaleset")
+            and call.args[0] in self.hand_made
+        ]
+        assert not touched, f"hand-made scale set written by {touched}"
+        assert self._hand_state() == self.hand_snapshot, self._calls_about(*self.hand_made)
 
     # A pass and its checks ------------------------------------------------------------------
 
@@ -487,6 +498,7 @@ class ScalesetMachine(RuleBasedStateMachine):
         """One pass at GARM's time, checked against what GARM saw; None if it did not finish."""
         garm = self.garm
         before = self._before()
+        self.pass_start = before.calls
         self.passes += 1
         report = None
         try:
@@ -519,6 +531,20 @@ class ScalesetMachine(RuleBasedStateMachine):
             check_blocked_text(report)
         self._tally(before, calls, report)
         return report
+
+    def _pass_writes(self) -> list[Call]:
+        """The writes of the latest pass: what a check after the pass blames."""
+        return [c for c in self.garm.log[self.pass_start :] if c.operation in WRITE_OPERATIONS]
+
+    def _calls_about(self, *subjects: object) -> list[Call]:
+        """The latest pass's calls naming one of `subjects` (scale-set ids, names, runners).
+
+        Names resolve to their scale sets' ids too: GARM's calls carry ids.
+        """
+        wanted = set(subjects) | {
+            row.id for row in self.garm.rows.values() if row.name in subjects
+        }
+        return [c for c in self.garm.log[self.pass_start :] if c.args and c.args[0] in wanted]
 
     def _before(self) -> _Before:
         garm = self.garm
@@ -572,7 +598,7 @@ class ScalesetMachine(RuleBasedStateMachine):
                 shared = served & wanted
                 assert any(shared <= now for now in after[logical]), (
                     f"{logical}: labels {sorted(shared)} lost; before {before[logical]}, "
-                    f"after {after[logical]}"
+                    f"after {after[logical]}; by {self._pass_writes()}"
                 )
 
     def _check_handover_waited(self, enabled_before: set[int]) -> None:
@@ -593,7 +619,10 @@ class ScalesetMachine(RuleBasedStateMachine):
                     and garm.enabled_since(row.id) + SETTINGS.handover_grace <= garm.now
                     and self._online(row)
                     for row in family
-                ), f"{logical}: {gone.name} retired before a replacement was ready"
+                ), (
+                    f"{logical}: {gone.name} retired before a replacement was ready, by "
+                    f"{self._calls_about(gone.id)}"
+                )
 
     def _check_draining_untouched(self, before: _Before, calls: list[Call]) -> None:
         """A pass writes nothing to a draining set before its deadline, except re-enabling it.
@@ -929,7 +958,8 @@ class TestScalesetChangeover(ScalesetMachine.TestCase):
     def runTest(self) -> None:  # noqa: N802 (unittest's name)
         """Run the machine; fail if a corner was reached in fewer than `MIN_SHARE` of examples."""
         TALLY.reset()
-        super().runTest()
+        with shrinking_bounded(SHRINK_BOUND):
+            super().runTest()
         print(f"\n{TALLY.summary()}")
         rare = {c: s for c, s in TALLY.shares().items() if s < MIN_SHARE}
         assert TALLY.examples, "no example ran"
