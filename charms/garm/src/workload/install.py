@@ -118,8 +118,8 @@ class Installer:
         root = os.geteuid()
         ensure_directory(paths.etc, 0o750, uid=root, gid=gid)
         ensure_directory(paths.data, 0o750, uid=uid, gid=gid)
-        ensure_directory(paths.providers_dir, 0o755, uid=root)
-        ensure_directory(paths.charm_state, 0o700, uid=root)
+        ensure_directory(paths.providers_dir, 0o755, uid=root, gid=os.getegid())
+        ensure_directory(paths.charm_state, 0o700, uid=root, gid=os.getegid())
         self._repair_provider_dirs(root, gid)
         # Shared system directories: create when absent (a test root), never change their mode.
         ensure_directory(paths.garm_binary.parent, None)

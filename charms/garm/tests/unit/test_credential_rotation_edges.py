@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import pytest
 
+from doubles.workload_double import KeptPasswordDouble
 from reconcile.bootstrap import ADMIN_LABEL, JWT_SECRET_LABEL, PENDING_PASSWORD_KEY
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 
@@ -41,7 +42,9 @@ def test_rotation_before_the_credentials_exist_changes_nothing():
     with pytest.raises(RotationError, match="do not exist yet"):
         rotate_jwt_secret(store)
     with pytest.raises(RotationError, match="do not exist yet"):
-        rotate_admin_password(store, lambda user, password: resets.append((user, password)))
+        rotate_admin_password(
+            store, lambda user, password: resets.append((user, password)), KeptPasswordDouble()
+        )
 
     assert store.contents == {}
     assert resets == []
@@ -58,7 +61,9 @@ def test_a_half_way_password_rotation_finishes_with_the_pending_password():
     )
     resets: list[tuple[str, str]] = []
 
-    rotate_admin_password(store, lambda user, password: resets.append((user, password)))
+    rotate_admin_password(
+        store, lambda user, password: resets.append((user, password)), KeptPasswordDouble()
+    )
 
     assert resets == [("admin", "p2")]
     assert store.contents[ADMIN_LABEL] == {"username": "admin", "password": "p2"}
