@@ -52,8 +52,8 @@ def upgrade_step(last_ran: str, installed: str) -> UpgradeStep:
         if after < before:
             return UpgradeStep(
                 Step.REFUSED,
-                message=f"GARM {installed} is older than {last_ran}, which ran on the database; "
-                f"attach garm-binary {last_ran} again (no downgrades)",
+                message=f"downgrade refused: GARM {installed} is older than {last_ran}, which "
+                "ran last; attach that garm-binary again",
             )
         if before[:3] < LAST_RELEASE_WITHOUT_POSTGRESQL and after > _V021_ORDER:
             return UpgradeStep(
