@@ -10,7 +10,7 @@ from pathlib import Path
 
 from workload.backup import BackupError, BackupManifest
 from workload.config import GarmConfig, OpenStackProvider, ProxyConfig
-from workload.host import CommandError, ResourceError
+from workload.host import CommandError, ResourceError, WorkloadError
 
 
 @dataclasses.dataclass
@@ -43,6 +43,7 @@ class RecordingWorkload:
     backups: dict[str, BackupManifest] = dataclasses.field(
         default_factory=dict[str, BackupManifest]
     )
+    migration_error: WorkloadError | None = None
 
     def install(
         self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
@@ -138,14 +139,24 @@ class RecordingWorkload:
             self.last_ran_version = version
 
     def create_backup(
-        self, name: str, *, passphrase_secret: str, now: datetime.datetime
+        self,
+        name: str,
+        *,
+        passphrase_secret: str,
+        now: datetime.datetime,
+        garm_version: str | None = None,
     ) -> BackupManifest:
         """Record a backup, refusing a taken name as the workload does."""
         self.calls.append(f"create_backup {name}")
         if name in self.backups:
             raise BackupError(f"a backup called {name} exists already: choose another name")
         manifest = BackupManifest(
-            name, now.isoformat(), self.version(), "0" * 64, 4096, passphrase_secret
+            name,
+            now.isoformat(),
+            self.version() if garm_version is None else garm_version,
+            "0" * 64,
+            4096,
+            passphrase_secret,
         )
         self.backups[name] = manifest
         return manifest
@@ -161,6 +172,13 @@ class RecordingWorkload:
         if self.running:
             raise BackupError("GARM is still running: not restored")
         self.calls.append(f"restore_backup {manifest.name}")
+
+    def migrate_database(self) -> int:
+        """Record an offline migration; fail like the workload when told to."""
+        self.calls.append("migrate_database")
+        if self.migration_error is not None:
+            raise self.migration_error
+        return 0
 
     def backup_path(self, name: str) -> Path:
         """Where the workload keeps the backup's database."""

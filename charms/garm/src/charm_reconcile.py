@@ -51,11 +51,12 @@ from relations.database import Database, DatabaseState
 from relations.debug_ssh import DebugSsh, read_debug_ssh
 from relations.service_handover import HostClaim, decide, reports_running, running_flag
 from scaleset_reconciler import ReconcileSettings
-from workload.backup import BackupError
+from workload.backup import BackupError, BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import WorkloadError
 from workload.machine import Workload
 from workload.releases import GARM_RESOURCE, PROVIDER_RESOURCE
+from workload.version import garm_built_after_v0_2_1
 
 logger = logging.getLogger(__name__)
 
@@ -223,18 +224,51 @@ class GarmReconciler:
         if not sqlite:
             logger.warning("upgrading GARM on PostgreSQL: back it up with the database's charm")
             return None
+        self._workload.stop()
         try:
-            self._workload.read_backup(decision.backup_name)
+            backup = self._pre_upgrade_backup(decision.backup_name, last_ran)
+        except WorkloadError as error:
+            return ops.BlockedStatus(f"no backup before the upgrade, so none made: {error}")
+        logger.info("upgrading GARM %s -> %s, backup %s", last_ran, version, backup.name)
+        return self._migrate(backup, last_ran, version)
+
+    def _pre_upgrade_backup(self, name: str, last_ran: str) -> BackupManifest:
+        """The backup taken before this upgrade (GARM stopped: nothing changes under it).
+
+        Kept from an earlier attempt: a retried upgrade restored it, so it is still the one.
+        """
+        try:
+            return self._workload.read_backup(name)
         except BackupError:
+            return self._workload.create_backup(
+                name,
+                passphrase_secret=passphrase_secret_ref(self._charm.model),
+                now=self._clock(),
+                garm_version=last_ran,
+            )
+
+    def _migrate(
+        self, backup: BackupManifest, last_ran: str, version: str
+    ) -> ops.StatusBase | None:
+        """Let the new GARM migrate the database offline; on failure put the backup back.
+
+        A GARM without `garm admin` (v0.2.1 and older) migrates when it starts instead.
+        """
+        if not garm_built_after_v0_2_1(version):
+            return None
+        try:
+            kept = self._workload.migrate_database()
+        except WorkloadError as error:
+            logger.error("GARM %s could not migrate the database: %s", version, error)
             try:
-                self._workload.create_backup(
-                    decision.backup_name,
-                    passphrase_secret=passphrase_secret_ref(self._charm.model),
-                    now=self._clock(),
-                )
-            except WorkloadError as error:
-                return ops.BlockedStatus(f"no backup before the upgrade, so none made: {error}")
-        logger.info("upgrading GARM %s -> %s, backup %s", last_ran, version, decision.backup_name)
+                self._workload.restore_backup(backup)
+            except WorkloadError as restore_error:
+                logger.error("restoring backup %s failed: %s", backup.name, restore_error)
+            return ops.BlockedStatus(
+                f"GARM {version} could not migrate the database (restored): attach "
+                f"{last_ran} again; see juju debug-log"
+            )
+        logger.info("GARM %s migrated the database; %d runners kept", version, kept)
         return None
 
     def _take_over(self, *, sqlite: bool) -> ops.StatusBase | None:

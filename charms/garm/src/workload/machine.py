@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from workload import backup, service
+from workload import backup, migration, service
 from workload.config import GarmConfig, ProxyConfig
 from workload.host import (
     SYSTEM_USER,
@@ -191,9 +191,21 @@ class Workload:
     # Backups and upgrades (docs/adr/0025-backups-and-upgrades.md) ---------------------------
 
     def create_backup(
-        self, name: str, *, passphrase_secret: str, now: datetime.datetime
+        self,
+        name: str,
+        *,
+        passphrase_secret: str,
+        now: datetime.datetime,
+        garm_version: str | None = None,
     ) -> backup.BackupManifest:
         """An online copy of GARM's SQLite database and its manifest, root only.
+
+        Args:
+            name: the backup's name.
+            passphrase_secret: the reference of the passphrase's Juju secret.
+            now: the time the backup is taken at.
+            garm_version: the GARM that wrote the database, when not the installed one (a
+                backup before an upgrade is taken with the new binary already in place).
 
         Raises:
             BackupError: no database, a bad or taken name, or SQLite failed.
@@ -201,7 +213,7 @@ class Workload:
         return backup.create_backup(
             self.paths,
             name=name,
-            garm_version=self.version(),
+            garm_version=self.version() if garm_version is None else garm_version,
             passphrase_secret=passphrase_secret,
             now=now,
         )
@@ -228,6 +240,17 @@ class Workload:
     def backup_path(self, name: str) -> Path:
         """Where the backup `name` keeps its copy of the database."""
         return backup.backup_dir(self.paths, name) / backup.DATABASE_FILE
+
+    def migrate_database(self) -> int:
+        """Let the installed (newer) GARM migrate its stopped SQLite database, runners kept.
+
+        Returns:
+            How many runners were set aside during the migration and put back.
+
+        Raises:
+            MigrationError: the migration failed; restore the pre-upgrade backup.
+        """
+        return migration.migrate_keeping_runners(self.paths, self._run)
 
     def recorded_version(self) -> str:
         """The GARM version that last ran on this machine's database, or "" if none did."""
