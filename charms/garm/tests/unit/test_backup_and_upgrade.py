@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime
 import hashlib
 import json
 import sqlite3
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -21,7 +24,8 @@ from workload.backup import (
     restore_backup,
     restore_problem,
 )
-from workload.host import Paths
+from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, Paths
+from workload.migration import MigrationError, migrate_keeping_runners
 from workload.version import version_order
 
 NOW = datetime.datetime(2026, 12, 1, 16, 0, tzinfo=datetime.UTC)
@@ -210,3 +214,127 @@ def test_a_pause_survives_a_round_trip_and_an_unreadable_time():
     assert mangled.by == "operator"
     assert Maintenance.from_app_data(cleared()) is None
     assert len(pause.status_message()) <= 120
+
+
+# The offline migration ------------------------------------------------------------------------
+
+GARM_V021_SCHEMA = """
+CREATE TABLE scale_sets (id integer PRIMARY KEY AUTOINCREMENT, name text);
+CREATE TABLE tags (id text PRIMARY KEY, name text);
+CREATE TABLE scaleset_tags (scale_set_id integer, tag_id text,
+  PRIMARY KEY (scale_set_id, tag_id),
+  FOREIGN KEY (scale_set_id) REFERENCES scale_sets(id) ON DELETE CASCADE,
+  FOREIGN KEY (tag_id) REFERENCES tags(id) ON DELETE CASCADE);
+CREATE TABLE instances (id text PRIMARY KEY, name text, scale_set_fk_id integer,
+  FOREIGN KEY (scale_set_fk_id) REFERENCES scale_sets(id));
+CREATE TABLE instance_status_updates (id integer PRIMARY KEY, instance_id text,
+  FOREIGN KEY (instance_id) REFERENCES instances(id) ON DELETE CASCADE);
+CREATE TABLE users (id text PRIMARY KEY);
+INSERT INTO users VALUES ('admin');
+INSERT INTO scale_sets VALUES (1, 'small-ec32c2e5');
+INSERT INTO tags VALUES ('t1', 'linux'), ('t2', 'x64');
+INSERT INTO scaleset_tags VALUES (1, 't1'), (1, 't2');
+INSERT INTO instances VALUES ('i1', 'garm-ncs8pujp6oct', 1);
+INSERT INTO instance_status_updates VALUES (1, 'i1'), (2, 'i1');
+"""
+# What the newer GARM's migration does to `scale_sets` (GORM on SQLite, foreign keys on): copy,
+# drop, rename. The drop fails while a runner points at a scale set and cascades to its labels.
+REBUILD_SCALE_SETS = """
+PRAGMA foreign_keys = ON;
+DROP TABLE IF EXISTS scale_sets__temp;
+CREATE TABLE scale_sets__temp (id integer PRIMARY KEY AUTOINCREMENT, name text, proxy_id integer);
+INSERT INTO scale_sets__temp (id, name) SELECT id, name FROM scale_sets;
+DROP TABLE scale_sets;
+ALTER TABLE scale_sets__temp RENAME TO scale_sets;
+"""
+
+
+@dataclasses.dataclass
+class NewerGarm:
+    """A runner standing for `runuser -u garm -- garm admin list`: runs GARM's migration."""
+
+    paths: Paths
+    script: str = REBUILD_SCALE_SETS
+    seen: list[list[str]] = dataclasses.field(default_factory=list[list[str]])
+
+    def __call__(
+        self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_SECONDS
+    ) -> CommandResult:
+        """Run the migration on the database; fail as GARM does on an SQLite error."""
+        self.seen.append(list(argv))
+        connection = sqlite3.connect(self.paths.sqlite_db)
+        try:
+            connection.executescript(self.script)
+        except sqlite3.Error as error:
+            return CommandResult(1, "", f"Error: error running auto migrate: {error}")
+        finally:
+            connection.close()
+        return CommandResult(0, "admin")
+
+
+def table_rows(paths: Paths, query: str) -> list[tuple[object, ...]]:
+    """What a query finds in the database."""
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        return connection.execute(query).fetchall()
+
+
+def test_the_real_garm_rebuild_fails_or_drops_labels_without_the_set_aside(paths: Paths):
+    """Arrange: a v0.2.1 database with a runner. Act: GARM's rebuild as it is, twice.
+
+    Assert: with the runner it fails (foreign key); without it the labels are gone: why the
+    charm sets rows aside.
+    """
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript(GARM_V021_SCHEMA)
+    run = NewerGarm(paths)
+
+    assert run(["garm"]).returncode == 1
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript("DELETE FROM instance_status_updates; DELETE FROM instances;")
+    assert run(["garm"]).returncode == 0
+    assert table_rows(paths, "SELECT * FROM scaleset_tags") == []
+
+
+def test_migration_keeps_runners_and_labels(paths: Paths):
+    """Arrange: a v0.2.1 database with a scale set, its labels, a runner and its updates.
+
+    Act: migrate_keeping_runners with GARM's rebuild. Assert: `garm admin list` ran as GARM's
+    user; the schema is the new one; every row is back, references intact.
+    """
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript(GARM_V021_SCHEMA)
+    run = NewerGarm(paths)
+
+    kept = migrate_keeping_runners(paths, run)
+
+    assert kept == 1
+    assert run.seen[0][:4] == ["runuser", "-u", "garm", "--"]
+    assert run.seen[0][5:7] == ["admin", "list"]
+    assert "proxy_id" in [row[1] for row in table_rows(paths, "PRAGMA table_info(scale_sets)")]
+    assert table_rows(paths, "SELECT * FROM scaleset_tags ORDER BY 2") == [(1, "t1"), (1, "t2")]
+    assert table_rows(paths, "SELECT id, scale_set_fk_id FROM instances") == [("i1", 1)]
+    assert len(table_rows(paths, "SELECT * FROM instance_status_updates")) == 2
+    assert table_rows(paths, "PRAGMA foreign_key_check") == []
+
+
+def test_a_migration_that_loses_rows_elsewhere_fails(paths: Paths):
+    """Arrange: a migration that also deletes the admin user. Act: migrate_keeping_runners.
+
+    Assert: MigrationError naming the table that lost rows (the caller restores the backup).
+    """
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript(GARM_V021_SCHEMA)
+    run = NewerGarm(paths, "DELETE FROM users;")
+
+    with pytest.raises(MigrationError, match="lost rows of users"):
+        migrate_keeping_runners(paths, run)
+
+
+def test_a_failed_migration_says_what_garm_said(paths: Paths):
+    """Arrange: GARM's migration fails. Act: migrate. Assert: MigrationError with its words."""
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript(GARM_V021_SCHEMA)
+    run = NewerGarm(paths, "DROP TABLE no_such_table;")
+
+    with pytest.raises(MigrationError, match="no such table: no_such_table"):
+        migrate_keeping_runners(paths, run)

@@ -23,6 +23,7 @@ from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.maintenance import PAUSED_BY_KEY, PAUSED_SINCE_KEY
 from workload.backup import BackupError, BackupManifest
+from workload.migration import MigrationError
 
 RECONCILE_TICK = _Event("reconcile_tick")
 NEWER = "v0.2.1-96-gafda4e76"
@@ -342,3 +343,29 @@ def test_a_downgrade_is_refused_naming_both_versions(unit: Unit):
     )
     assert "apply" not in unit.workload.calls
     assert unit.garm.write_count() == 0
+
+
+def test_a_failed_migration_puts_the_backup_back_and_blocks(unit: Unit):
+    """Arrange: v0.2.1 last ran; the newer GARM's migration fails. Act: update-status.
+
+    Assert: GARM stopped, backed up, migration tried, the backup restored; Blocked saying to
+    attach v0.2.1 again; GARM not started on the half-migrated database.
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.migration_error = MigrationError("GARM's migration failed: foreign key")
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    assert unit.workload.calls == [
+        "install",
+        "stop",
+        f"create_backup {name}",
+        "migrate_database",
+        f"restore_backup {name}",
+    ]
+    assert out.unit_status == ops.BlockedStatus(
+        f"GARM {NEWER} could not migrate the database (restored): attach v0.2.1 again; "
+        "see juju debug-log"
+    )
+    assert unit.workload.last_ran_version == "v0.2.1"
