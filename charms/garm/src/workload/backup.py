@@ -1,7 +1,8 @@
 """Backups of GARM's SQLite database on this machine (docs/adr/0025-backups-and-upgrades.md).
 
 A backup is SQLite's online backup of the live database (consistent while GARM writes), written
-under `/var/lib/garm-charm/backups/<name>/` (directory 0700, files 0600, root only) beside a
+under `/var/lib/garm-charm/backups/<name>/` (directory 0700, files 0600, root only; GARM's
+file-object database `blob-garm.db` too, where the GARM build has one) beside a
 manifest: the database file's sha256, the GARM version that wrote it and the Juju secret holding
 the passphrase GARM encrypts secrets in the database with, without which the copy is useless.
 
@@ -27,6 +28,8 @@ from workload.host import Paths, WorkloadError, ensure_directory, read_regular, 
 from workload.version import version_order
 
 DATABASE_FILE: Final = "garm.db"
+# Builds after v0.2.1 keep file objects (cached agent binaries and the like) in a second database.
+BLOB_FILE: Final = "blob-garm.db"
 MANIFEST_FILE: Final = "manifest.json"
 # Names the charm makes (`garm-<UTC time>`, `pre-upgrade-...`): no path separator can slip in.
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -46,6 +49,7 @@ class BackupManifest:
     sha256: str
     size: int
     passphrase_secret: str
+    blob_sha256: str = ""
 
     def as_results(self, path: Path) -> dict[str, str]:
         """The action's results: where the backup's database is and what restoring it needs."""
@@ -94,6 +98,10 @@ def create_backup(
     target = directory / DATABASE_FILE
     _online_copy(paths.sqlite_db, target)
     content = target.read_bytes()
+    blob_sha256 = ""
+    if (paths.data / BLOB_FILE).is_file():
+        _online_copy(paths.data / BLOB_FILE, directory / BLOB_FILE)
+        blob_sha256 = hashlib.sha256((directory / BLOB_FILE).read_bytes()).hexdigest()
     manifest = BackupManifest(
         name=name,
         created=now.astimezone(datetime.UTC).isoformat(timespec="seconds"),
@@ -101,6 +109,7 @@ def create_backup(
         sha256=hashlib.sha256(content).hexdigest(),
         size=len(content),
         passphrase_secret=passphrase_secret,
+        blob_sha256=blob_sha256,
     )
     write_atomic(
         directory / MANIFEST_FILE,
@@ -125,7 +134,11 @@ def read_backup(paths: Paths, name: str) -> BackupManifest:
         manifest = BackupManifest(**json.loads(manifest_file[0]))
     except (ValueError, TypeError):
         raise BackupError(f"the manifest of backup {name} is unreadable") from None
-    if hashlib.sha256(database[0]).hexdigest() != manifest.sha256:
+    blob = read_regular(directory / BLOB_FILE) if manifest.blob_sha256 else None
+    if hashlib.sha256(database[0]).hexdigest() != manifest.sha256 or (
+        manifest.blob_sha256
+        and (blob is None or hashlib.sha256(blob[0]).hexdigest() != manifest.blob_sha256)
+    ):
         raise BackupError(f"backup {name} does not match its sha256: it changed or is damaged")
     return manifest
 
@@ -154,33 +167,44 @@ def restore_problem(manifest: BackupManifest, installed_version: str) -> str | N
 
 
 def restore_backup(paths: Paths, manifest: BackupManifest, *, uid: int, gid: int) -> None:
-    """Swap the backup's database in for GARM's, in one rename; GARM must be stopped.
+    """Swap the backup's databases in for GARM's, each in one rename; GARM must be stopped.
 
-    The copy is checked again after it is written (what is renamed in is what was verified),
-    gets the owner GARM runs as and mode 0600, and replaces `garm.db`; the old journal files go.
+    Each copy is checked again as it is read (what is renamed in is what was verified), gets
+    the owner GARM runs as and mode 0600, and replaces GARM's file; the old journal files go.
 
     Raises:
-        BackupError: the copy does not match the manifest or the swap failed.
+        BackupError: a copy does not match the manifest or a swap failed.
     """
-    source = backup_dir(paths, manifest.name) / DATABASE_FILE
-    content = read_regular(source)
-    if content is None or hashlib.sha256(content[0]).hexdigest() != manifest.sha256:
-        raise BackupError(f"backup {manifest.name} changed since it was checked: not restored")
+    directory = backup_dir(paths, manifest.name)
+    files = [(DATABASE_FILE, manifest.sha256)]
+    if manifest.blob_sha256:
+        files.append((BLOB_FILE, manifest.blob_sha256))
+    contents: list[tuple[Path, bytes]] = []
+    for name, sha256 in files:
+        content = read_regular(directory / name)
+        if content is None or hashlib.sha256(content[0]).hexdigest() != sha256:
+            raise BackupError(f"backup {manifest.name} changed since it was checked: not restored")
+        contents.append((paths.data / name, content[0]))
     ensure_directory(paths.data, None)
-    descriptor, temporary = tempfile.mkstemp(dir=paths.data, prefix=".garm.db.restore.")
+    for target, content in contents:
+        _swap_in(target, content, uid=uid, gid=gid)
+
+
+def _swap_in(target: Path, content: bytes, *, uid: int, gid: int) -> None:
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.restore.")
     try:
         os.fchmod(descriptor, 0o600)
         os.fchown(descriptor, uid, gid)
         with os.fdopen(descriptor, "wb") as file:
-            file.write(content[0])
+            file.write(content)
             file.flush()
             os.fsync(file.fileno())
         for journal in ("-wal", "-shm", "-journal"):
-            paths.sqlite_db.with_name(paths.sqlite_db.name + journal).unlink(missing_ok=True)
-        os.replace(temporary, paths.sqlite_db)
+            target.with_name(target.name + journal).unlink(missing_ok=True)
+        os.replace(temporary, target)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)
-        raise BackupError(f"could not swap the database in: {error.strerror}") from None
+        raise BackupError(f"could not swap {target.name} in: {error.strerror}") from None
 
 
 def _named_dir(paths: Paths, name: str) -> Path:

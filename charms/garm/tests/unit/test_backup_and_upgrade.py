@@ -338,3 +338,35 @@ def test_a_failed_migration_says_what_garm_said(paths: Paths):
 
     with pytest.raises(MigrationError, match="no such table: no_such_table"):
         migrate_keeping_runners(paths, run)
+
+
+def test_the_file_object_database_goes_along(paths: Paths):
+    """Arrange: blob-garm.db beside garm.db (builds after v0.2.1), backed up, then changed.
+
+    Act: read_backup, restore_backup. Assert: the manifest has its sha256; the restore brings
+    the backed-up blob database back; a damaged blob copy is refused.
+    """
+    garm_db(paths, ["small-1"]).close()
+    blob = paths.data / "blob-garm.db"
+    with contextlib.closing(sqlite3.connect(blob)) as connection:
+        connection.executescript(
+            "CREATE TABLE file_objects (name TEXT); INSERT INTO file_objects VALUES ('a');"
+        )
+    manifest = create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    with contextlib.closing(sqlite3.connect(blob)) as connection:
+        connection.executescript("INSERT INTO file_objects VALUES ('b');")
+
+    restore_backup(paths, read_backup(paths, "b1"), uid=-1, gid=-1)
+
+    assert manifest.blob_sha256
+    assert table_rows_of(blob, "SELECT name FROM file_objects") == [("a",)]
+    copy = paths.charm_state / "backups" / "b1" / "blob-garm.db"
+    copy.write_bytes(copy.read_bytes() + b"x")
+    with pytest.raises(BackupError, match="does not match"):
+        read_backup(paths, "b1")
+
+
+def table_rows_of(database: Path, query: str) -> list[tuple[object, ...]]:
+    """What a query finds in a database file."""
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        return connection.execute(query).fetchall()
