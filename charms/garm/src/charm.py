@@ -335,6 +335,8 @@ class GarmCharm(ops.CharmBase):
             self._reconcile(event)
             event.fail(f"{error}; the old database stays, GARM is stopped: run resume to start it")
             return
+        # The database is now the one that GARM wrote: going back to it is not a downgrade.
+        self._workload.record_version(manifest.garm_version)
         if held is None:
             peers.data[self.app].update(cleared())
         self._reconcile(event)

@@ -310,6 +310,24 @@ def test_a_failed_swap_keeps_garm_stopped_and_paused(unit: Unit, monkeypatch: py
 # Upgrades -----------------------------------------------------------------------------------
 
 
+def test_restoring_a_pre_upgrade_backup_goes_back_to_the_older_garm(unit: Unit):
+    """Arrange: the newer GARM ran; v0.2.1 is attached again; v0.2.1's pre-upgrade backup.
+
+    Act: restore-backup. Assert: the database is v0.2.1's again, so v0.2.1 starts: Active.
+    """
+    unit.workload.last_ran_version = NEWER
+    unit.workload.garm_version = "v0.2.1"
+    state = unit.state()
+    own = next(s for s in state.secrets if s.label == "garm-db-passphrase").id
+    unit.workload.backups["pre"] = backup("pre", "v0.2.1", own)
+
+    out = unit.ctx.run(unit.ctx.on.action("restore-backup", params={"name": "pre"}), state)
+
+    assert unit.workload.last_ran_version == "v0.2.1"
+    assert "apply" in unit.workload.calls
+    assert out.unit_status == ops.ActiveStatus()
+
+
 def test_a_newer_binary_is_backed_up_before_it_runs(unit: Unit):
     """Arrange: v0.2.1 last ran; the newer binary is installed. Act: update-status.
 
