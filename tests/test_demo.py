@@ -5,9 +5,8 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
-
 from contract.conftest import V021, garm_binary
+from must_run import cannot_run
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEMO = ROOT / "scripts" / "demo.py"
@@ -63,7 +62,7 @@ def test_demo_runs_the_label_change_on_a_real_garm():
     """
     binary, reason = garm_binary(V021)
     if binary is None:
-        pytest.skip(reason)
+        cannot_run(reason)
 
     done = subprocess.run(
         [sys.executable, str(DEMO), "--garm-bin", binary],

@@ -34,6 +34,7 @@ from e2e.test_garm_machine import (
     point_github_at_the_fake,
     relate_configurator,
 )
+from must_run import cannot_run
 
 # The walk's fixtures, shared with test_garm_machine.py (pytest finds them by these names).
 github = machine_walk.github
@@ -93,7 +94,7 @@ def test_upgrade_keeps_everything_and_a_downgrade_is_refused(
     and the newer GARM keeps running, not restarted.
     """
     if NEWER not in garm_tarballs or garm_binary(NEWER)[0] is None:
-        pytest.skip(garm_binary(NEWER)[1])
+        cannot_run(garm_binary(NEWER)[1])
     install_and_bootstrap(walk)
     point_github_at_the_fake(walk)
     relate_configurator(walk)
