@@ -13,6 +13,7 @@ import html
 import json
 import pathlib
 import sys
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DASHBOARD = ROOT / "charms" / "garm" / "src" / "grafana_dashboards" / "garm.json"
@@ -21,9 +22,10 @@ COLUMN, ROW, MARGIN, TITLE_BAR = 40, 30, 4, 36
 QUERY_CHARACTERS = 60
 
 
-def render(dashboard: dict[str, object]) -> str:
+def render(dashboard: dict[str, Any]) -> str:
     """The SVG text for a dashboard's panels."""
-    panels = [panel for panel in dashboard.get("panels", []) if isinstance(panel, dict)]
+    listed: list[Any] = dashboard.get("panels") or []
+    panels: list[dict[str, Any]] = [panel for panel in listed if isinstance(panel, dict)]
     bottom = max((_grid(p)["y"] + _grid(p)["h"] for p in panels), default=0)
     width, height = 24 * COLUMN, bottom * ROW + TITLE_BAR
     title = html.escape(str(dashboard.get("title", "")))
@@ -38,16 +40,17 @@ def render(dashboard: dict[str, object]) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _panel(panel: dict[str, object]) -> str:
+def _panel(panel: dict[str, Any]) -> str:
     grid = _grid(panel)
     x, y = grid["x"] * COLUMN + MARGIN, grid["y"] * ROW + TITLE_BAR + MARGIN
     w, h = grid["w"] * COLUMN - 2 * MARGIN, grid["h"] * ROW - 2 * MARGIN
     title = html.escape(str(panel.get("title", "")))
     kind = html.escape(str(panel.get("type", "")))
-    targets = panel.get("targets") or []
+    targets: list[Any] = panel.get("targets") or []
     query = ""
-    if isinstance(targets, list) and targets and isinstance(targets[0], dict):
-        query = str(targets[0].get("expr", ""))[:QUERY_CHARACTERS]
+    if targets and isinstance(targets[0], dict):
+        first: dict[str, Any] = targets[0]
+        query = str(first.get("expr", ""))[:QUERY_CHARACTERS]
     return (
         f'<g><rect x="{x}" y="{y}" width="{w}" height="{h}" rx="3" fill="#181b1f" '
         'stroke="#2c3235"/>'
@@ -58,10 +61,8 @@ def _panel(panel: dict[str, object]) -> str:
     )
 
 
-def _grid(panel: dict[str, object]) -> dict[str, int]:
-    grid = panel.get("gridPos")
-    if not isinstance(grid, dict):
-        return {"x": 0, "y": 0, "w": 24, "h": 4}
+def _grid(panel: dict[str, Any]) -> dict[str, int]:
+    grid: dict[str, Any] = panel.get("gridPos") or {"x": 0, "y": 0, "w": 24, "h": 4}
     return {key: int(grid.get(key, 0)) for key in ("x", "y", "w", "h")}
 
 
