@@ -6,6 +6,8 @@ Fails (exit 1, one line per problem) on:
 - a citation of a document outside the repository (`../shared`, `REFERENCE §`, `DESIGN §`, a
   developer's `/tmp/` path in Markdown) in Markdown or Python;
 - a published docs URL (`DOCS_URL` below) whose page does not exist under `docs/`;
+- a status text quoted in the docs (Blocked `...`, Waiting `...`) that the charm's code does not
+  have (`scripts/check_status_texts.py`);
 - a config option, action, resource or relation endpoint of a `charmcraft.yaml` that the
   charm's reference page does not name as `` `name` ``;
 - a `juju deploy/config/run/integrate/attach-resource` command in a shell block of the
@@ -25,6 +27,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 import yaml
+from check_status_texts import check_status_texts
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOCS_URL = "https://github.com/canonical/garm-operator/blob/main/docs/"
@@ -55,6 +58,7 @@ def main() -> int:
         *check_published_urls(),
         *check_references(),
         *check_commands(),
+        *check_status_texts(),
     ]
     for problem in problems:
         print(problem)

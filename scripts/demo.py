@@ -33,14 +33,12 @@ from ops import testing
 import charm
 from doubles.configurator_publication import pkcs1_app_key, small_databag
 from doubles.workload_double import RecordingWorkload
+from fake_github import FakeGitHub
 from garm_api import GarmClient
 from garm_sim import GarmSim, SimClock
 
 # One second past the charm's default handover-grace (60s).
 PAST_GRACE = 61.0
-# GARM learns that a job on a disabled (retired) scale set ended only at its periodic runner
-# consolidation, every 5 minutes.
-CONSOLIDATION = 300.0
 MAX_HOOKS = 12
 
 
@@ -63,9 +61,15 @@ def main(argv: list[str]) -> int:
 
 def simulated() -> int:
     """Run the scenario and print what an operator would see; 0 when it ends as it should."""
-    with GarmSim(["openstack-small"], frozen_clock=True) as sim, charm_machine(sim) as state:
+    with (
+        GarmSim(["openstack-small"], frozen_clock=True) as sim,
+        FakeGitHub() as github,
+        charm_machine(sim) as state,
+    ):
+        point_github_at(sim, github)
         demo = Demo(sim, testing.Context(charm.GarmCharm), state)
         print(f"GARM simulator on {sim.url}, clock frozen; the garm charm runs in ops.testing")
+        print(f"GitHub is the fake on {github.url}: nothing leaves this machine")
         demo.phase("1. configurator 'small' publishes labels linux,x64")
         demo.hook("install", "creates GARM's secrets; GARM waits for them to read back")
         demo.hook("config-changed", "bootstraps GARM, adds App credentials, org and scale set")
@@ -74,6 +78,7 @@ def simulated() -> int:
         demo.phase("2. a runner picks up a job")
         (old,) = demo.rows
         runner = sim.start_job(old.name)
+        github_lists(github, sim, runner)
         print(f"   runner {runner} of {old.name} runs a job")
         demo.phase("3. operator: juju config small labels=linux,x64,large")
         demo.publish(NEW_LABELS, "replacement created first; the old one keeps serving")
@@ -83,14 +88,40 @@ def simulated() -> int:
         demo.hook("update-status", "the old one drains: its runner still runs the job")
         demo.phase("4. the job finishes")
         sim.finish_job(runner)
-        demo.hook("update-status", "a disabled set has no listener: GARM has not heard yet")
-        print(
-            f"   (clock +{CONSOLIDATION:.0f}s: GARM's consolidation finds the ephemeral runner "
-            "gone from GitHub)"
-        )
-        sim.advance(CONSOLIDATION)
+        github_drops(github, runner)
+        # A disabled set has no listener, so GARM would hear of the job's end only at its
+        # 5-minute consolidation; the charm asks GitHub instead (ADR 0015).
+        demo.hook("update-status", "the charm asks GitHub: the runner is gone, so is the old set")
         demo.run_until_converged()
         return demo.summary()
+
+
+def point_github_at(sim: GarmSim, github: FakeGitHub) -> None:
+    """GARM's github.com endpoint leads to the fake GitHub, as DNS would point a name at it.
+
+    The charm asks GitHub (at the endpoint's API URL) whether a retired set's busy runner is
+    still listed (ADR 0015): on loopback, so the demo resolves no name.
+    """
+    with sim.state.lock:
+        endpoint = sim.state.endpoints["github.com"]
+        sim.state.endpoints["github.com"] = dataclasses.replace(
+            endpoint, api_base_url=f"{github.url}/api/v3/", base_url=github.url
+        )
+
+
+def github_lists(github: FakeGitHub, sim: GarmSim, runner: str) -> None:
+    """GitHub lists the simulator's runner as an agent, as it lists a registered runner."""
+    instance = sim.state.instances[runner]
+    with github.lock:
+        github.runners[instance.agent_id] = {"id": instance.agent_id, "name": runner}
+
+
+def github_drops(github: FakeGitHub, runner: str) -> None:
+    """An ephemeral runner whose job ended leaves GitHub's agents list."""
+    with github.lock:
+        for agent_id, listed in list(github.runners.items()):
+            if listed["name"] == runner:
+                del github.runners[agent_id]
 
 
 @dataclasses.dataclass

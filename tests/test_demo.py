@@ -5,9 +5,8 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
-
 from contract.conftest import V021, garm_binary
+from must_run import cannot_run
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEMO = ROOT / "scripts" / "demo.py"
@@ -63,7 +62,7 @@ def test_demo_runs_the_label_change_on_a_real_garm():
     """
     binary, reason = garm_binary(V021)
     if binary is None:
-        pytest.skip(reason)
+        cannot_run(reason)
 
     done = subprocess.run(
         [sys.executable, str(DEMO), "--garm-bin", binary],
@@ -93,3 +92,24 @@ def test_demo_runs_the_label_change_on_a_real_garm():
     assert -1 not in positions, dict(zip(steps, positions, strict=True))
     assert positions == sorted(positions)
     assert out.rstrip().splitlines()[-1].startswith("OK: ")
+
+
+def test_the_demo_resolves_no_name_and_connects_only_to_loopback():
+    """Arrange: the demo under `tests/hermetic.py` (no name, no address beyond loopback).
+
+    Act: run it as `tox -e demo` does. Assert: it ends OK and nothing tried to leave loopback.
+    """
+    # runpy does not put the script's directory first on the path as `python script` does.
+    path = os.pathsep.join([str(DEMO.parent), DEMO_ENV["PYTHONPATH"]])
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "hermetic.py"), str(DEMO)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=DEMO_ENV | {"PYTHONPATH": path},
+    )
+
+    assert "HERMETIC VIOLATION" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stdout.rstrip().splitlines()[-1].startswith("OK: ")

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from workload.backup import BackupError, BackupManifest
 from workload.config import GarmConfig, OpenStackProvider, ProxyConfig, TlsFiles
 from workload.host import CommandError, ResourceError, WorkloadError
 
@@ -81,6 +82,7 @@ class RecordingWorkload:
     )
     # The metrics token the scrape reads, as the charm last wrote it.
     metrics_token_file: str = ""
+from workload.backup import BackupError, BackupManifest
     pending_admin_password: KeptPasswordDouble = dataclasses.field(
         default_factory=KeptPasswordDouble
     )
@@ -174,6 +176,61 @@ class RecordingWorkload:
     def has_sqlite_state(self) -> bool:
         """Whether a SQLite database with content exists."""
         return self.sqlite_state
+
+    def recorded_version(self) -> str:
+        """The GARM version that last ran on the database."""
+        return self.last_ran_version
+
+    def record_version(self, version: str) -> None:
+        """Remember the version now running."""
+        if version:
+            self.last_ran_version = version
+
+    def create_backup(
+        self,
+        name: str,
+        *,
+        passphrase_secret: str,
+        now: datetime.datetime,
+        garm_version: str | None = None,
+    ) -> BackupManifest:
+        """Record a backup, refusing a taken name as the workload does."""
+        self.calls.append(f"create_backup {name}")
+        if name in self.backups:
+            raise BackupError(f"a backup called {name} exists already: choose another name")
+        manifest = BackupManifest(
+            name,
+            now.isoformat(),
+            self.version() if garm_version is None else garm_version,
+            "0" * 64,
+            4096,
+            passphrase_secret,
+        )
+        self.backups[name] = manifest
+        return manifest
+
+    def read_backup(self, name: str) -> BackupManifest:
+        """A recorded backup, or the workload's error."""
+        if name not in self.backups:
+            raise BackupError(f"no backup called {name}")
+        return self.backups[name]
+
+    def restore_backup(self, manifest: BackupManifest) -> None:
+        """Record a restore; refuse while GARM runs, as the workload does."""
+        if self.running:
+            raise BackupError("GARM is still running: not restored")
+        self.calls.append(f"restore_backup {manifest.name}")
+
+    def migrate_database(self) -> int:
+        """Record an offline migration; fail like the workload when told to."""
+        self.calls.append("migrate_database")
+        if self.migration_error is not None:
+            raise self.migration_error
+        return 0
+
+    def backup_path(self, name: str) -> Path:
+        """Where the workload keeps the backup's database."""
+        return Path("/var/lib/garm-charm/backups") / name / "garm.db"
 
 
 def _settings(config: GarmConfig) -> GarmConfig:

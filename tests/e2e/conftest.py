@@ -16,6 +16,7 @@ import pytest
 from contract.conftest import NEWER, V021, garm_binary
 from e2e import postgres
 from e2e.machine import Machine, build_tarball
+from must_run import cannot_run
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -42,9 +43,9 @@ def case(request: pytest.FixtureRequest) -> Case:
     chosen = CASES[request.param]
     binary, reason = garm_binary(chosen.version)
     if binary is None:
-        pytest.skip(reason)
+        cannot_run(reason)
     if chosen.backend == "postgresql" and postgres.unavailable_reason():
-        pytest.skip(postgres.unavailable_reason())
+        cannot_run(postgres.unavailable_reason())
     return chosen
 
 

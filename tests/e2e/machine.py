@@ -7,7 +7,8 @@ these machines lack, and both do the real work instead of recording it:
   rendered and starts its ExecStart with the unit's environment, appending its output to a
   journal file.
 - `id` and `useradd` go through `MachineRunner`, which records them and changes nothing: the
-  tests may run as root, and a test must not add users to the machine it runs on. The
+  tests may run as root, and a test must not add users to the machine it runs on. `runuser -u
+  garm -- ...` runs what follows `--` as the test's own user. The
   workload's user lookup answers the test's own uid and gid for `garm`, so files really get the
   modes and group the charm sets. Every other command (`garm --version`) really runs.
 
@@ -91,6 +92,9 @@ class MachineRunner:
             return CommandResult(0)
         if command == "id":
             return CommandResult(0, "999\n") if self.user_added else CommandResult(1)
+        if command == "runuser":
+            # The test's own user stands for `garm` (never added): run what follows `--`.
+            argv = argv[list(argv).index("--") + 1 :]
         return run_command(argv, timeout=timeout)
 
 

@@ -35,6 +35,7 @@ from doubles.tls_publication import Issuer, certificates_relation, requested
 from e2e.machine import Machine
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable
+from must_run import cannot_run
 from reconcile.bootstrap import ADMIN_LABEL, pem_blocks
 
 STEP_TIMEOUT = 60.0
@@ -141,7 +142,7 @@ def tls_machine(
     """
     binary, reason = garm_binary(request.param)
     if binary is None:
-        pytest.skip(reason)
+        cannot_run(reason)
     monkeypatch.setattr(charm, "Workload", machine.workload)
     monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
     # As in test_garm_machine.py: a proxy sink on loopback, so GARM resolves no name.

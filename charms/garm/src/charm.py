@@ -24,6 +24,7 @@ from charm_reconcile import (
     PEER_RELATION,
     GarmReconciler,
     local_client,
+    passphrase_secret_ref,
     public_url,
     reconcile_settings,
 )
@@ -32,9 +33,11 @@ from juju_secrets import JujuSecretStore
 from reconcile.bootstrap import read_secrets
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
+from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
 from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
 from relations.database import Database
+from workload.backup import restore_problem
 from workload.host import WorkloadError
 from workload.machine import Workload
 from workload.tick import ReconcileTick, TickError, TickSchedule
@@ -115,6 +118,10 @@ class GarmCharm(ops.CharmBase):
         framework.observe(self.on.get_credentials_action, self._on_get_credentials)
         framework.observe(self.on.list_scalesets_action, self._on_list_scalesets)
         framework.observe(self.on.rotate_credentials_action, self._on_rotate_credentials)
+        framework.observe(self.on.pause_action, self._on_pause)
+        framework.observe(self.on.resume_action, self._on_resume)
+        framework.observe(self.on.create_backup_action, self._on_create_backup)
+        framework.observe(self.on.restore_backup_action, self._on_restore_backup)
         framework.observe(self.on.collect_unit_status, self._on_collect_status)
         framework.observe(self.on.collect_app_status, self._on_collect_status)
 
@@ -141,12 +148,14 @@ class GarmCharm(ops.CharmBase):
             self._reconciler.renew_lease()
         else:
             self._reconciler.stand_down(leader=False)
+        pause = self._maintenance()
         try:
             state = self._state()
         except InvalidConfigError as error:
             state, status = None, charm_status.invalid_config(error)
         else:
-            status = self._reconciler.reconcile(state)
+            # Paused: nothing installed, rendered, started, stopped or written to GARM (ADR 0024).
+            status = charm_status.paused(pause) if pause else self._reconciler.reconcile(state)
         self._status = charm_status.bounded(status)
         logger.info("reconcile: %s %s", self._status.name, self._status.message)
         if state is not None:
@@ -172,7 +181,7 @@ class GarmCharm(ops.CharmBase):
         A systemd failure is logged and retried at the next hook, which reconciles anyway.
         """
         interval = state.config.reconcile_interval
-        if not state.leader or not interval:
+        if not state.leader or not interval or self._maintenance() is not None:
             self._tick.remove()
             return
         try:
@@ -253,6 +262,10 @@ class GarmCharm(ops.CharmBase):
         if not self.unit.is_leader():
             event.fail("GARM runs on the leader only: juju run garm/leader rotate-credentials")
             return
+        if self._maintenance() is not None:
+            # A rotation restarts GARM and writes its database: exactly what a pause forbids.
+            event.fail("the charm is paused: run resume first, then rotate-credentials")
+            return
         password = bool(event.params.get("admin-password", False))
         if password and not garm_built_after_v0_2_1(self._workload.version()):
             event.fail(
@@ -284,6 +297,113 @@ class GarmCharm(ops.CharmBase):
             self._workload.reset_admin_password(username, password)
         except WorkloadError as error:
             raise RotationError(str(error)) from None
+
+    # Maintenance and backups (docs/adr/0024-maintenance-mode.md, 0025) -----------------------
+
+    def _on_pause(self, event: ops.ActionEvent) -> None:
+        """Pause the charm's hands on GARM until `resume`; a second pause keeps the first."""
+        peers = self._leader_peers(event, "pause")
+        if peers is None:
+            return
+        pause = Maintenance.from_app_data(peers.data[self.app])
+        if pause is None:
+            pause = Maintenance(utc_now(), OPERATOR)
+            peers.data[self.app].update(pause.as_app_data())
+        self._reconcile(event)
+        event.set_results({"paused-since": pause.since.isoformat(), "paused-by": pause.by})
+
+    def _on_resume(self, event: ops.ActionEvent) -> None:
+        """End any pause, then reconcile at once: GARM is started again if it was stopped."""
+        peers = self._leader_peers(event, "resume")
+        if peers is None:
+            return
+        peers.data[self.app].update(cleared())
+        self._reconcile(event)
+        status = self._status or ops.UnknownStatus()
+        event.set_results({"status": f"{status.name}: {status.message}"})
+
+    def _on_create_backup(self, event: ops.ActionEvent) -> None:
+        """An online copy of GARM's SQLite database with its manifest (ADR 0025)."""
+        if self._leader_peers(event, "create-backup") is None or self._on_postgresql(event):
+            return
+        now = utc_now()
+        name = str(event.params.get("name") or f"garm-{now:%Y%m%dT%H%M%SZ}")
+        try:
+            manifest = self._workload.create_backup(
+                name, passphrase_secret=passphrase_secret_ref(self.model), now=now
+            )
+        except WorkloadError as error:
+            event.fail(str(error))
+            return
+        event.set_results(manifest.as_results(self._workload.backup_path(name)))
+
+    def _on_restore_backup(self, event: ops.ActionEvent) -> None:
+        """Pause, stop GARM, swap the checked backup in, then start GARM and resume (ADR 0025).
+
+        Under an operator's pause GARM stays stopped until `resume`; a failed swap keeps the
+        old database and the pause, so nothing starts until the operator looks.
+        """
+        peers = self._leader_peers(event, "restore-backup")
+        if peers is None or self._on_postgresql(event):
+            return
+        name = str(event.params.get("name", ""))
+        try:
+            manifest = self._workload.read_backup(name)
+        except WorkloadError as error:
+            event.fail(str(error))
+            return
+        problem = restore_problem(manifest, self._workload.version())
+        if problem is None and manifest.passphrase_secret != passphrase_secret_ref(self.model):
+            problem = (
+                f"backup {name} needs the passphrase in secret {manifest.passphrase_secret}, "
+                "not this application's garm-db-passphrase: not restored"
+            )
+        if problem is not None:
+            event.fail(problem)
+            return
+        held = Maintenance.from_app_data(peers.data[self.app])
+        if held is None:
+            peers.data[self.app].update(Maintenance(utc_now(), RESTORE).as_app_data())
+        self._tick.remove()
+        self._workload.stop()
+        try:
+            self._workload.restore_backup(manifest)
+        except WorkloadError as error:
+            self._reconcile(event)
+            event.fail(f"{error}; the old database stays, GARM is stopped: run resume to start it")
+            return
+        # The database is now the one that GARM wrote: going back to it is not a downgrade.
+        self._workload.record_version(manifest.garm_version)
+        if held is None:
+            peers.data[self.app].update(cleared())
+        self._reconcile(event)
+        status = self._status or ops.UnknownStatus()
+        event.set_results({"restored": name, "status": f"{status.name}: {status.message}"})
+
+    def _leader_peers(self, event: ops.ActionEvent, action: str) -> ops.Relation | None:
+        """The peer relation for a leader-only action; else the action fails, saying why."""
+        if not self.unit.is_leader():
+            event.fail(f"GARM runs on the leader only: juju run garm/leader {action}")
+            return None
+        peers = self.model.get_relation(PEER_RELATION)
+        if peers is None:
+            event.fail("the peer relation is not up yet: run the action again in a minute")
+        return peers
+
+    def _on_postgresql(self, event: ops.ActionEvent) -> bool:
+        """Whether GARM's state is in PostgreSQL; then the backup action fails, saying why."""
+        if not self.model.relations[database_relation.RELATION_NAME]:
+            return False
+        event.fail(
+            "GARM keeps its state in PostgreSQL: use the database charm's backups "
+            "(juju run postgresql/leader create-backup)"
+        )
+        return True
+
+    def _maintenance(self) -> Maintenance | None:
+        """The pause in force (peer application data, so a new leader keeps it), or None."""
+        peers = self.model.get_relation(PEER_RELATION)
+        return Maintenance.from_app_data(peers.data[self.app]) if peers is not None else None
 
     def _on_collect_status(self, event: ops.CollectStatusEvent) -> None:
         """The unit and the app show the same status: the leader's is the app's."""

@@ -33,6 +33,7 @@ from garm_api import (
 from juju_secrets import JujuSecretStore
 from reconcile import fencing
 from reconcile.bootstrap import (
+    DB_PASSPHRASE_LABEL,
     BootstrapSecrets,
     ControllerUrls,
     bootstrap,
@@ -44,6 +45,7 @@ from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import reconcile_objects
 from reconcile.metrics_token import token_is_current
 from reconcile.provider_retention import retained_providers, retention_message
+from reconcile.upgrade import Step, progress_message, upgrade_step
 from relations import cos_agent, debug_ssh
 from relations.certificates import LOCAL_URL_HOST, Certificates
 from relations.configurators import read_configurators
@@ -58,10 +60,12 @@ from relations.service_handover import (
     stopped_for,
 )
 from scaleset_reconciler import ReconcileSettings
+from workload.backup import BackupError, BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import WorkloadError
 from workload.machine import Workload
 from workload.releases import GARM_RESOURCE, PROVIDER_RESOURCE
+from workload.version import garm_built_after_v0_2_1
 
 logger = logging.getLogger(__name__)
 
@@ -204,6 +208,9 @@ class GarmReconciler:
         problem = self._backend_problem(backend, client, creds)
         if problem is not None:
             return charm_status.backend_switch_refused(problem)
+        upgrade = self._upgrade(version, sqlite=backend == SQLITE)
+        if upgrade is not None:
+            return upgrade
         handover = self._take_over(sqlite=backend == SQLITE)
         if handover is not None:
             return handover
@@ -243,6 +250,69 @@ class GarmReconciler:
             sqlite_has_state=self._workload.has_sqlite_state(),
             garm_has_objects=_garm_has_objects(client, creds),
         )
+
+    def _upgrade(self, version: str, *, sqlite: bool) -> ops.StatusBase | None:
+        """Refuse a downgrade; back SQLite up before a newer GARM migrates it (ADR 0025).
+
+        The new binary is on disk already, but the GARM that runs keeps the old one until the
+        restart `_start` makes, so a refusal leaves it running as it was.
+        """
+        last_ran = self._workload.recorded_version()
+        decision = upgrade_step(last_ran, version)
+        if decision.step is Step.REFUSED:
+            return ops.BlockedStatus(decision.message)
+        if decision.step is Step.SAME:
+            return None
+        self._charm.unit.status = ops.MaintenanceStatus(progress_message(last_ran, version))
+        if not sqlite:
+            logger.warning("upgrading GARM on PostgreSQL: back it up with the database's charm")
+            return None
+        self._workload.stop()
+        try:
+            backup = self._pre_upgrade_backup(decision.backup_name, last_ran)
+        except WorkloadError as error:
+            return ops.BlockedStatus(f"no backup before the upgrade, so none made: {error}")
+        logger.info("upgrading GARM %s -> %s, backup %s", last_ran, version, backup.name)
+        return self._migrate(backup, last_ran, version)
+
+    def _pre_upgrade_backup(self, name: str, last_ran: str) -> BackupManifest:
+        """The backup taken before this upgrade (GARM stopped: nothing changes under it).
+
+        Kept from an earlier attempt: a retried upgrade restored it, so it is still the one.
+        """
+        try:
+            return self._workload.read_backup(name)
+        except BackupError:
+            return self._workload.create_backup(
+                name,
+                passphrase_secret=passphrase_secret_ref(self._charm.model),
+                now=self._clock(),
+                garm_version=last_ran,
+            )
+
+    def _migrate(
+        self, backup: BackupManifest, last_ran: str, version: str
+    ) -> ops.StatusBase | None:
+        """Let the new GARM migrate the database offline; on failure put the backup back.
+
+        A GARM without `garm admin` (v0.2.1 and older) migrates when it starts instead.
+        """
+        if not garm_built_after_v0_2_1(version):
+            return None
+        try:
+            kept = self._workload.migrate_database()
+        except WorkloadError as error:
+            logger.error("GARM %s could not migrate the database: %s", version, error)
+            try:
+                self._workload.restore_backup(backup)
+            except WorkloadError as restore_error:
+                logger.error("restoring backup %s failed: %s", backup.name, restore_error)
+            return ops.BlockedStatus(
+                f"GARM {version} could not migrate the database (restored): attach "
+                f"{last_ran} again; see juju debug-log"
+            )
+        logger.info("GARM %s migrated the database; %d runners kept", version, kept)
+        return None
 
     def _take_over(self, *, sqlite: bool) -> ops.StatusBase | None:
         """Claim GARM for this leader; None when it may run it now (ADR 0005)."""
@@ -309,6 +379,7 @@ class GarmReconciler:
         except WorkloadError as error:
             return charm_status.not_started(error)
         self._workload.record_backend(backend)
+        self._workload.record_version(garm_config.garm_version)
         self._publish_running(True)
         if started and not wait_until_serving(client):
             return charm_status.starting()
@@ -424,6 +495,17 @@ def local_client(config: CharmConfig, tls: TlsFiles | None) -> GarmClient:
     if tls is None:
         return GarmClient(f"http://127.0.0.1:{config.port}")
     return GarmClient(f"https://{LOCAL_URL_HOST}:{config.port}", ca_cert=tls.ca)
+
+
+def passphrase_secret_ref(model: ops.Model) -> str:
+    """The reference of the Juju secret holding GARM's database passphrase; "" if unknown.
+
+    A backup records it: the database is useless without the passphrase (ADR 0025).
+    """
+    try:
+        return model.get_secret(label=DB_PASSPHRASE_LABEL).get_info().id
+    except (ops.SecretNotFoundError, ops.ModelError):
+        return ""
 
 
 def public_url(config: CharmConfig, address: str, tls: TlsFiles | None) -> str:

@@ -17,6 +17,7 @@ from charm_config import SWITCH_HOWTO, InvalidConfigError
 from garm_api import GarmApiError, GarmError, GarmServerError, GarmUnreachable, WireFormatError
 from reconcile.bootstrap import BootstrapError
 from reconcile.garm_objects import ObjectsOutcome
+from reconcile.maintenance import Maintenance
 from relations.database import DatabaseState, DatabaseStatus
 from relations.service_handover import Decision, Verdict
 from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
@@ -55,6 +56,11 @@ def install_failed(error: WorkloadError) -> ops.StatusBase:
     if isinstance(error, ResourceError):
         return ops.BlockedStatus(str(error))
     return ops.BlockedStatus(f"install failed: {error}")
+
+
+def paused(pause: Maintenance) -> ops.StatusBase:
+    """The charm leaves GARM alone until `resume` (docs/adr/0024-maintenance-mode.md)."""
+    return ops.MaintenanceStatus(pause.status_message())
 
 
 def standing_by(database: DatabaseState) -> ops.StatusBase:

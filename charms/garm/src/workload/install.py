@@ -84,6 +84,10 @@ class Installer:
         entries: dict[Any, Any] = loaded  # pyright: ignore[reportUnknownVariableType]
         return {str(key): str(value) for key, value in entries.items()}
 
+    def garm_ids(self) -> tuple[int, int]:
+        """The uid and gid GARM runs as."""
+        return self._ids(SYSTEM_USER)
+
     def garm_group(self) -> int:
         """The gid of the garm group: what may read GARM's configuration."""
         return self._ids(SYSTEM_USER)[1]

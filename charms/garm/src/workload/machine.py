@@ -10,9 +10,10 @@ anywhere below this module.
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
-from workload import service
+from workload import backup, migration, service
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import (
     SYSTEM_USER,
@@ -214,3 +215,76 @@ class Workload:
         """Whether a SQLite database with content exists."""
         path = self.paths.sqlite_db
         return path.is_file() and path.stat().st_size > 0
+
+    # Backups and upgrades (docs/adr/0025-backups-and-upgrades.md) ---------------------------
+
+    def create_backup(
+        self,
+        name: str,
+        *,
+        passphrase_secret: str,
+        now: datetime.datetime,
+        garm_version: str | None = None,
+    ) -> backup.BackupManifest:
+        """An online copy of GARM's SQLite database and its manifest, root only.
+
+        Args:
+            name: the backup's name.
+            passphrase_secret: the reference of the passphrase's Juju secret.
+            now: the time the backup is taken at.
+            garm_version: the GARM that wrote the database, when not the installed one (a
+                backup before an upgrade is taken with the new binary already in place).
+
+        Raises:
+            BackupError: no database, a bad or taken name, or SQLite failed.
+        """
+        return backup.create_backup(
+            self.paths,
+            name=name,
+            garm_version=self.version() if garm_version is None else garm_version,
+            passphrase_secret=passphrase_secret,
+            now=now,
+        )
+
+    def read_backup(self, name: str) -> backup.BackupManifest:
+        """The backup `name`'s manifest, its database checked against the sha256.
+
+        Raises:
+            BackupError: no such backup, or it does not match its manifest.
+        """
+        return backup.read_backup(self.paths, name)
+
+    def restore_backup(self, manifest: backup.BackupManifest) -> None:
+        """Swap the backup's database in for GARM's; GARM must be stopped (`stop`).
+
+        Raises:
+            BackupError: GARM still runs, or the swap failed (the old database stays).
+        """
+        if self.is_running():
+            raise backup.BackupError("GARM is still running: not restored")
+        uid, gid = self._installer.garm_ids()
+        backup.restore_backup(self.paths, manifest, uid=uid, gid=gid)
+
+    def backup_path(self, name: str) -> Path:
+        """Where the backup `name` keeps its copy of the database."""
+        return backup.backup_dir(self.paths, name) / backup.DATABASE_FILE
+
+    def migrate_database(self) -> int:
+        """Let the installed (newer) GARM migrate its stopped SQLite database, runners kept.
+
+        Returns:
+            How many runners were set aside during the migration and put back.
+
+        Raises:
+            MigrationError: the migration failed; restore the pre-upgrade backup.
+        """
+        return migration.migrate_keeping_runners(self.paths, self._run)
+
+    def recorded_version(self) -> str:
+        """The GARM version that last ran on this machine's database, or "" if none did."""
+        return read_text(self.paths.charm_state / "garm-version").strip()
+
+    def record_version(self, version: str) -> None:
+        """Remember the GARM version that now runs on the database."""
+        if version and self.recorded_version() != version:
+            write_atomic(self.paths.charm_state / "garm-version", version.encode(), 0o600)

@@ -93,3 +93,29 @@ def garm_built_after_v0_2_1(version: str) -> bool | None:
     if numbers != LAST_RELEASE_WITHOUT_POSTGRESQL:
         return numbers > LAST_RELEASE_WITHOUT_POSTGRESQL
     return ahead > 0 and release.group("pre") is None
+
+
+# How a version sorts: release numbers, then a pre-release before its release, then how many
+# commits a `git describe` build is past its tag.
+VersionOrder = tuple[int, int, int, int, int]
+
+
+def version_order(version: str) -> VersionOrder | None:
+    """A key that orders GARM versions; None for an unstamped build or an unreadable string.
+
+    "v0.2.1" < "v0.2.1-96-gafda4e76" < "v0.2.2"; a pre-release sorts before its release. Two
+    builds the same number of commits past one tag compare equal: the key cannot tell commits
+    on different branches apart.
+    """
+    text = version.strip().removesuffix("-dirty")
+    ahead = 0
+    describe = _DESCRIBE_SUFFIX.search(text)
+    if describe is not None:
+        ahead = int(describe.group("ahead"))
+        text = text[: describe.start()]
+    release = _RELEASE.fullmatch(text)
+    if release is None or release.group("pre") == _UNSTAMPED:
+        return None
+    final = 0 if release.group("pre") else 1
+    major, minor, patch = (int(release.group(n)) for n in (1, 2, 3))
+    return (major, minor, patch, final, ahead)

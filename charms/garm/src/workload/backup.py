@@ -1,0 +1,237 @@
+"""Backups of GARM's SQLite database on this machine (docs/adr/0025-backups-and-upgrades.md).
+
+A backup is SQLite's online backup of the live database (consistent while GARM writes), written
+under `/var/lib/garm-charm/backups/<name>/` (directory 0700, files 0600, root only; GARM's
+file-object database `blob-garm.db` too, where the GARM build has one) beside a
+manifest: the database file's sha256, the GARM version that wrote it and the Juju secret holding
+the passphrase GARM encrypts secrets in the database with, without which the copy is useless.
+
+A restore checks the manifest, the checksum and the version, then swaps the file in with one
+rename; GARM must be stopped first (the charm does that), and its `-wal`/`-shm` files go, so
+SQLite never replays the old journal onto the restored database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Final
+
+from workload.host import Paths, WorkloadError, ensure_directory, read_regular, write_atomic
+from workload.version import version_order
+
+DATABASE_FILE: Final = "garm.db"
+# Builds after v0.2.1 keep file objects (cached agent binaries and the like) in a second database.
+BLOB_FILE: Final = "blob-garm.db"
+MANIFEST_FILE: Final = "manifest.json"
+# Names the charm makes (`garm-<UTC time>`, `pre-upgrade-...`): no path separator can slip in.
+_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+class BackupError(WorkloadError):
+    """A backup could not be made, read or restored; the message says why (no secret in it)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BackupManifest:
+    """What a backup holds and what it needs to be restored."""
+
+    name: str
+    created: str
+    garm_version: str
+    sha256: str
+    size: int
+    passphrase_secret: str
+    blob_sha256: str = ""
+
+    def as_results(self, path: Path) -> dict[str, str]:
+        """The action's results: where the backup's database is and what restoring it needs."""
+        return {
+            "name": self.name,
+            "path": str(path),
+            "sha256": self.sha256,
+            "garm-version": self.garm_version,
+            "passphrase-secret": self.passphrase_secret,
+            "created": self.created,
+        }
+
+
+def backup_dir(paths: Paths, name: str) -> Path:
+    """Where the backup called `name` lives."""
+    return paths.charm_state / "backups" / name
+
+
+def create_backup(
+    paths: Paths,
+    *,
+    name: str,
+    garm_version: str,
+    passphrase_secret: str,
+    now: datetime.datetime,
+) -> BackupManifest:
+    """Copy the live database with SQLite's online backup and write its manifest.
+
+    Args:
+        paths: this machine's paths.
+        name: the backup's name (letters, digits, `.`, `_`, `-`).
+        garm_version: the version of the GARM that runs on the database.
+        passphrase_secret: the reference of the Juju secret holding the database passphrase.
+        now: the time the backup is taken at.
+
+    Raises:
+        BackupError: no database, a bad name, an existing backup of that name, or SQLite failed.
+    """
+    directory = _named_dir(paths, name)
+    if not paths.sqlite_db.is_file():
+        raise BackupError(f"no SQLite database at {paths.sqlite_db}: GARM has not run here")
+    if directory.exists():
+        raise BackupError(f"a backup called {name} exists already: choose another name")
+    ensure_directory(directory.parent, 0o700)
+    ensure_directory(directory, 0o700)
+    target = directory / DATABASE_FILE
+    _online_copy(paths.sqlite_db, target)
+    content = target.read_bytes()
+    blob_sha256 = ""
+    if (paths.data / BLOB_FILE).is_file():
+        _online_copy(paths.data / BLOB_FILE, directory / BLOB_FILE)
+        blob_sha256 = hashlib.sha256((directory / BLOB_FILE).read_bytes()).hexdigest()
+    manifest = BackupManifest(
+        name=name,
+        created=now.astimezone(datetime.UTC).isoformat(timespec="seconds"),
+        garm_version=garm_version,
+        sha256=hashlib.sha256(content).hexdigest(),
+        size=len(content),
+        passphrase_secret=passphrase_secret,
+        blob_sha256=blob_sha256,
+    )
+    write_atomic(
+        directory / MANIFEST_FILE,
+        json.dumps(dataclasses.asdict(manifest), indent=2).encode(),
+        0o600,
+    )
+    return manifest
+
+
+def read_backup(paths: Paths, name: str) -> BackupManifest:
+    """The manifest of the backup `name`, its database checked against the recorded sha256.
+
+    Raises:
+        BackupError: no such backup, an unreadable manifest, or a database that changed.
+    """
+    directory = _named_dir(paths, name)
+    manifest_file = read_regular(directory / MANIFEST_FILE)
+    database = read_regular(directory / DATABASE_FILE)
+    if manifest_file is None or database is None:
+        raise BackupError(f"no backup called {name} under {directory.parent}")
+    try:
+        manifest = BackupManifest(**json.loads(manifest_file[0]))
+    except (ValueError, TypeError):
+        raise BackupError(f"the manifest of backup {name} is unreadable") from None
+    blob = read_regular(directory / BLOB_FILE) if manifest.blob_sha256 else None
+    if hashlib.sha256(database[0]).hexdigest() != manifest.sha256 or (
+        manifest.blob_sha256
+        and (blob is None or hashlib.sha256(blob[0]).hexdigest() != manifest.blob_sha256)
+    ):
+        raise BackupError(f"backup {name} does not match its sha256: it changed or is damaged")
+    return manifest
+
+
+def restore_problem(manifest: BackupManifest, installed_version: str) -> str | None:
+    """Why the installed GARM must not run on this backup, or None.
+
+    A newer GARM's database may hold migrations the installed one does not know: refused. An
+    older one is migrated forward by GARM when it starts (an upgrade). Versions the charm cannot
+    order must be the same string.
+    """
+    backup, installed = version_order(manifest.garm_version), version_order(installed_version)
+    if backup is None or installed is None:
+        if manifest.garm_version == installed_version:
+            return None
+        return (
+            f"cannot compare the backup's GARM {manifest.garm_version or '(unknown)'} with the "
+            f"installed {installed_version or '(unknown)'}: attach the garm-binary that made it"
+        )
+    if backup > installed:
+        return (
+            f"backup {manifest.name} was made by GARM {manifest.garm_version}, newer than the "
+            f"installed {installed_version}: attach that garm-binary first"
+        )
+    return None
+
+
+def restore_backup(paths: Paths, manifest: BackupManifest, *, uid: int, gid: int) -> None:
+    """Swap the backup's databases in for GARM's, each in one rename; GARM must be stopped.
+
+    Each copy is checked again as it is read (what is renamed in is what was verified), gets
+    the owner GARM runs as and mode 0600, and replaces GARM's file; the old journal files go.
+
+    Raises:
+        BackupError: a copy does not match the manifest or a swap failed.
+    """
+    directory = backup_dir(paths, manifest.name)
+    files = [(DATABASE_FILE, manifest.sha256)]
+    if manifest.blob_sha256:
+        files.append((BLOB_FILE, manifest.blob_sha256))
+    contents: list[tuple[Path, bytes]] = []
+    for name, sha256 in files:
+        content = read_regular(directory / name)
+        if content is None or hashlib.sha256(content[0]).hexdigest() != sha256:
+            raise BackupError(f"backup {manifest.name} changed since it was checked: not restored")
+        contents.append((paths.data / name, content[0]))
+    ensure_directory(paths.data, None)
+    for target, content in contents:
+        _swap_in(target, content, uid=uid, gid=gid)
+
+
+def _swap_in(target: Path, content: bytes, *, uid: int, gid: int) -> None:
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.restore.")
+    try:
+        os.fchmod(descriptor, 0o600)
+        os.fchown(descriptor, uid, gid)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(content)
+            file.flush()
+            os.fsync(file.fileno())
+        for journal in ("-wal", "-shm", "-journal"):
+            target.with_name(target.name + journal).unlink(missing_ok=True)
+        os.replace(temporary, target)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        raise BackupError(f"could not swap {target.name} in: {error.strerror}") from None
+
+
+def _named_dir(paths: Paths, name: str) -> Path:
+    if _NAME.fullmatch(name) is None:
+        raise BackupError(
+            f"backup name {name!r} is not allowed: use letters, digits, '.', '_' and '-'"
+        )
+    return backup_dir(paths, name)
+
+
+def _online_copy(database: Path, target: Path) -> None:
+    """SQLite's online backup: a consistent copy while GARM keeps writing.
+
+    The source is opened read-only, so the charm can never change GARM's database here; the
+    target is created 0600 before SQLite writes a byte into it.
+    """
+    target.touch(mode=0o600, exist_ok=False)
+    try:
+        source = sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=30)
+        try:
+            destination = sqlite3.connect(target)
+            try:
+                source.backup(destination)
+            finally:
+                destination.close()
+        finally:
+            source.close()
+    except sqlite3.Error as error:
+        target.unlink(missing_ok=True)
+        raise BackupError(f"SQLite could not copy the database: {error}") from None

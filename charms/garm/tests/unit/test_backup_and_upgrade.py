@@ -1,0 +1,372 @@
+"""Backups of a real SQLite file, version order, upgrade steps and the pause's data (pure)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import hashlib
+import json
+import sqlite3
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from reconcile.maintenance import Maintenance, cleared
+from reconcile.upgrade import Step, upgrade_step
+from workload.backup import (
+    BackupError,
+    BackupManifest,
+    create_backup,
+    read_backup,
+    restore_backup,
+    restore_problem,
+)
+from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, Paths
+from workload.migration import MigrationError, migrate_keeping_runners
+from workload.version import version_order
+
+NOW = datetime.datetime(2026, 12, 1, 16, 0, tzinfo=datetime.UTC)
+NEWER = "v0.2.1-96-gafda4e76"
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> Paths:
+    """A machine root holding a GARM database in WAL mode with one row, kept open."""
+    root = Paths(tmp_path)
+    root.data.mkdir(parents=True)
+    return root
+
+
+def garm_db(paths: Paths, rows: list[str]) -> sqlite3.Connection:
+    """GARM's database with `rows`, its connection left open as a running GARM's would be."""
+    connection = sqlite3.connect(paths.sqlite_db)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("CREATE TABLE IF NOT EXISTS scale_sets (name TEXT)")
+    connection.executemany("INSERT INTO scale_sets VALUES (?)", [(row,) for row in rows])
+    connection.commit()
+    return connection
+
+
+def names_in(database: Path) -> list[str]:
+    """The scale-set names a database holds."""
+    with sqlite3.connect(database) as connection:
+        return [row[0] for row in connection.execute("SELECT name FROM scale_sets ORDER BY 1")]
+
+
+def test_an_online_backup_is_consistent_root_only_and_described(paths: Paths):
+    """Arrange: a live database in WAL mode (rows not yet checkpointed). Act: create_backup.
+
+    Assert: the copy holds every committed row; directory 0700, files 0600; the manifest
+    has its sha256, the version and the passphrase secret's reference.
+    """
+    live = garm_db(paths, ["small-1", "large-1"])
+
+    manifest = create_backup(
+        paths, name="b1", garm_version=NEWER, passphrase_secret="secret:abc", now=NOW
+    )
+    live.close()
+
+    directory = paths.charm_state / "backups" / "b1"
+    copy = directory / "garm.db"
+    assert names_in(copy) == ["large-1", "small-1"]
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+    assert stat.S_IMODE((paths.charm_state / "backups").stat().st_mode) == 0o700
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o600
+    assert stat.S_IMODE((directory / "manifest.json").stat().st_mode) == 0o600
+    written = json.loads((directory / "manifest.json").read_text())
+    assert written["sha256"] == hashlib.sha256(copy.read_bytes()).hexdigest() == manifest.sha256
+    assert written["garm_version"] == NEWER
+    assert written["passphrase_secret"] == "secret:abc"
+    assert written["created"] == "2026-12-01T16:00:00+00:00"
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "", ".hidden", "x" * 200])
+def test_a_backup_name_cannot_leave_the_backup_directory(paths: Paths, name: str):
+    """Arrange: a database. Act: create_backup with a bad name. Assert: refused, nothing made."""
+    garm_db(paths, ["small-1"]).close()
+
+    with pytest.raises(BackupError, match="not allowed"):
+        create_backup(paths, name=name, garm_version=NEWER, passphrase_secret="", now=NOW)
+    assert not (paths.charm_state / "backups").exists()
+
+
+def test_a_backup_never_overwrites_another(paths: Paths):
+    """Arrange: backup b1 exists. Act: create b1 again. Assert: refused; the first unchanged."""
+    garm_db(paths, ["small-1"]).close()
+    first = create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+
+    with pytest.raises(BackupError, match="exists already"):
+        create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    assert read_backup(paths, "b1") == first
+
+
+def test_a_damaged_backup_is_not_read(paths: Paths):
+    """Arrange: a backup whose database changed on disk. Act: read_backup. Assert: refused."""
+    garm_db(paths, ["small-1"]).close()
+    create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    copy = paths.charm_state / "backups" / "b1" / "garm.db"
+    copy.write_bytes(copy.read_bytes() + b"x")
+
+    with pytest.raises(BackupError, match="does not match its sha256"):
+        read_backup(paths, "b1")
+
+
+def test_restore_swaps_the_backup_in_and_drops_the_old_journal(paths: Paths):
+    """Arrange: a backup with one row; then GARM adds a row and leaves a WAL file.
+
+    Act: restore_backup. Assert: the database holds the backup's rows only, with mode 0600;
+    no -wal/-shm file of the old database is left to be replayed.
+    """
+    garm_db(paths, ["small-1"]).close()
+    manifest = create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    live = garm_db(paths, ["small-2"])
+    live.execute("PRAGMA wal_autocheckpoint=0")
+    paths.sqlite_db.with_name("garm.db-wal").write_bytes(b"stale journal")
+
+    restore_backup(paths, read_backup(paths, "b1"), uid=-1, gid=-1)
+    live.close()
+
+    assert not paths.sqlite_db.with_name("garm.db-wal").exists()
+    assert names_in(paths.sqlite_db) == ["small-1"]
+    assert stat.S_IMODE(paths.sqlite_db.stat().st_mode) == 0o600
+    assert manifest.name == "b1"
+
+
+@pytest.mark.parametrize(
+    ("backup", "installed", "refused"),
+    [
+        ("v0.2.1", "v0.2.1", False),
+        ("v0.2.1", NEWER, False),
+        (NEWER, "v0.2.1", True),
+        ("v0.0.0-unknown", "v0.0.0-unknown", False),
+        ("v0.0.0-unknown", NEWER, True),
+    ],
+)
+def test_restore_refuses_a_backup_from_a_newer_garm(backup: str, installed: str, refused: bool):
+    """Arrange: a backup's version and the installed one. Act: restore_problem.
+
+    Assert: refused exactly when the backup is newer, or the versions cannot be compared and
+    differ.
+    """
+    manifest = BackupManifest("b1", "2026-12-01T16:00:00+00:00", backup, "0" * 64, 1, "")
+
+    assert (restore_problem(manifest, installed) is not None) == refused
+
+
+def test_versions_order_as_garm_releases_and_builds_do():
+    """Arrange: GARM version strings. Act: version_order. Assert: their release order."""
+    ordered = ["v0.1.6", "v0.2.0-rc1", "v0.2.0", "v0.2.1", NEWER, "v0.2.1-120-g0123abc", "v0.3.0"]
+
+    keys = [version_order(version) for version in ordered]
+
+    assert keys == sorted(keys)  # pyright: ignore[reportArgumentType]
+    assert len(set(keys)) == len(keys)
+    assert version_order("v0.0.0-unknown") is None
+    assert version_order("") is None
+
+
+@pytest.mark.parametrize(
+    ("last_ran", "installed", "step"),
+    [
+        ("", NEWER, Step.SAME),
+        (NEWER, NEWER, Step.SAME),
+        ("v0.2.1", NEWER, Step.UPGRADE),
+        (NEWER, "v0.2.1", Step.REFUSED),
+        ("v0.1.6", NEWER, Step.REFUSED),
+        ("v0.1.6", "v0.2.1", Step.UPGRADE),
+        ("v0.0.0-unknown", NEWER, Step.UPGRADE),
+    ],
+)
+def test_upgrade_steps(last_ran: str, installed: str, step: Step):
+    """Arrange: the version that last ran and the installed one. Act: upgrade_step.
+
+    Assert: same, upgrade (with a backup name), or refused (a downgrade, or skipping v0.2.1).
+    """
+    decision = upgrade_step(last_ran, installed)
+
+    assert decision.step is step
+    if step is Step.UPGRADE:
+        assert decision.backup_name.startswith("pre-upgrade-")
+    if step is Step.REFUSED:
+        assert installed in decision.message
+        assert last_ran in decision.message
+        assert len(decision.message) <= 120
+
+
+def test_skipping_v021_names_it():
+    """Arrange: a v0.1.6 database, a newer binary. Act: upgrade_step. Assert: says v0.2.1 first."""
+    assert "garm-binary v0.2.1 first" in upgrade_step("v0.1.6", NEWER).message
+
+
+def test_a_pause_survives_a_round_trip_and_an_unreadable_time():
+    """Arrange: a pause. Act: to app data and back; a mangled time; cleared.
+
+    Assert: the same pause; a mangled time still pauses; cleared data reads as no pause.
+    """
+    pause = Maintenance(NOW, "restore-backup")
+
+    assert Maintenance.from_app_data(pause.as_app_data()) == pause
+    mangled = Maintenance.from_app_data({"maintenance-since": "yesterday"})
+    assert mangled is not None
+    assert mangled.by == "operator"
+    assert Maintenance.from_app_data(cleared()) is None
+    assert len(pause.status_message()) <= 120
+
+
+# The offline migration ------------------------------------------------------------------------
+
+GARM_V021_SCHEMA = """
+CREATE TABLE scale_sets (id integer PRIMARY KEY AUTOINCREMENT, name text);
+CREATE TABLE tags (id text PRIMARY KEY, name text);
+CREATE TABLE scaleset_tags (scale_set_id integer, tag_id text,
+  PRIMARY KEY (scale_set_id, tag_id),
+  FOREIGN KEY (scale_set_id) REFERENCES scale_sets(id) ON DELETE CASCADE,
+  FOREIGN KEY (tag_id) REFERENCES tags(id) ON DELETE CASCADE);
+CREATE TABLE instances (id text PRIMARY KEY, name text, scale_set_fk_id integer,
+  FOREIGN KEY (scale_set_fk_id) REFERENCES scale_sets(id));
+CREATE TABLE instance_status_updates (id integer PRIMARY KEY, instance_id text,
+  FOREIGN KEY (instance_id) REFERENCES instances(id) ON DELETE CASCADE);
+CREATE TABLE users (id text PRIMARY KEY);
+INSERT INTO users VALUES ('admin');
+INSERT INTO scale_sets VALUES (1, 'small-ec32c2e5');
+INSERT INTO tags VALUES ('t1', 'linux'), ('t2', 'x64');
+INSERT INTO scaleset_tags VALUES (1, 't1'), (1, 't2');
+INSERT INTO instances VALUES ('i1', 'garm-ncs8pujp6oct', 1);
+INSERT INTO instance_status_updates VALUES (1, 'i1'), (2, 'i1');
+"""
+# What the newer GARM's migration does to `scale_sets` (GORM on SQLite, foreign keys on): copy,
+# drop, rename. The drop fails while a runner points at a scale set and cascades to its labels.
+REBUILD_SCALE_SETS = """
+PRAGMA foreign_keys = ON;
+DROP TABLE IF EXISTS scale_sets__temp;
+CREATE TABLE scale_sets__temp (id integer PRIMARY KEY AUTOINCREMENT, name text, proxy_id integer);
+INSERT INTO scale_sets__temp (id, name) SELECT id, name FROM scale_sets;
+DROP TABLE scale_sets;
+ALTER TABLE scale_sets__temp RENAME TO scale_sets;
+"""
+
+
+@dataclasses.dataclass
+class NewerGarm:
+    """A runner standing for `runuser -u garm -- garm admin list`: runs GARM's migration."""
+
+    paths: Paths
+    script: str = REBUILD_SCALE_SETS
+    seen: list[list[str]] = dataclasses.field(default_factory=list[list[str]])
+
+    def __call__(
+        self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_SECONDS
+    ) -> CommandResult:
+        """Run the migration on the database; fail as GARM does on an SQLite error."""
+        self.seen.append(list(argv))
+        connection = sqlite3.connect(self.paths.sqlite_db)
+        try:
+            connection.executescript(self.script)
+        except sqlite3.Error as error:
+            return CommandResult(1, "", f"Error: error running auto migrate: {error}")
+        finally:
+            connection.close()
+        return CommandResult(0, "admin")
+
+
+def table_rows(paths: Paths, query: str) -> list[tuple[object, ...]]:
+    """What a query finds in the database."""
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        return connection.execute(query).fetchall()
+
+
+def test_the_real_garm_rebuild_fails_or_drops_labels_without_the_set_aside(paths: Paths):
+    """Arrange: a v0.2.1 database with a runner. Act: GARM's rebuild as it is, twice.
+
+    Assert: with the runner it fails (foreign key); without it the labels are gone: why the
+    charm sets rows aside.
+    """
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript(GARM_V021_SCHEMA)
+    run = NewerGarm(paths)
+
+    assert run(["garm"]).returncode == 1
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript("DELETE FROM instance_status_updates; DELETE FROM instances;")
+    assert run(["garm"]).returncode == 0
+    assert table_rows(paths, "SELECT * FROM scaleset_tags") == []
+
+
+def test_migration_keeps_runners_and_labels(paths: Paths):
+    """Arrange: a v0.2.1 database with a scale set, its labels, a runner and its updates.
+
+    Act: migrate_keeping_runners with GARM's rebuild. Assert: `garm admin list` ran as GARM's
+    user; the schema is the new one; every row is back, references intact.
+    """
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript(GARM_V021_SCHEMA)
+    run = NewerGarm(paths)
+
+    kept = migrate_keeping_runners(paths, run)
+
+    assert kept == 1
+    assert run.seen[0][:4] == ["runuser", "-u", "garm", "--"]
+    assert run.seen[0][5:7] == ["admin", "list"]
+    assert "proxy_id" in [row[1] for row in table_rows(paths, "PRAGMA table_info(scale_sets)")]
+    assert table_rows(paths, "SELECT * FROM scaleset_tags ORDER BY 2") == [(1, "t1"), (1, "t2")]
+    assert table_rows(paths, "SELECT id, scale_set_fk_id FROM instances") == [("i1", 1)]
+    assert len(table_rows(paths, "SELECT * FROM instance_status_updates")) == 2
+    assert table_rows(paths, "PRAGMA foreign_key_check") == []
+
+
+def test_a_migration_that_loses_rows_elsewhere_fails(paths: Paths):
+    """Arrange: a migration that also deletes the admin user. Act: migrate_keeping_runners.
+
+    Assert: MigrationError naming the table that lost rows (the caller restores the backup).
+    """
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript(GARM_V021_SCHEMA)
+    run = NewerGarm(paths, "DELETE FROM users;")
+
+    with pytest.raises(MigrationError, match="lost rows of users"):
+        migrate_keeping_runners(paths, run)
+
+
+def test_a_failed_migration_says_what_garm_said(paths: Paths):
+    """Arrange: GARM's migration fails. Act: migrate. Assert: MigrationError with its words."""
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript(GARM_V021_SCHEMA)
+    run = NewerGarm(paths, "DROP TABLE no_such_table;")
+
+    with pytest.raises(MigrationError, match="no such table: no_such_table"):
+        migrate_keeping_runners(paths, run)
+
+
+def test_the_file_object_database_goes_along(paths: Paths):
+    """Arrange: blob-garm.db beside garm.db (builds after v0.2.1), backed up, then changed.
+
+    Act: read_backup, restore_backup. Assert: the manifest has its sha256; the restore brings
+    the backed-up blob database back; a damaged blob copy is refused.
+    """
+    garm_db(paths, ["small-1"]).close()
+    blob = paths.data / "blob-garm.db"
+    with contextlib.closing(sqlite3.connect(blob)) as connection:
+        connection.executescript(
+            "CREATE TABLE file_objects (name TEXT); INSERT INTO file_objects VALUES ('a');"
+        )
+    manifest = create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    with contextlib.closing(sqlite3.connect(blob)) as connection:
+        connection.executescript("INSERT INTO file_objects VALUES ('b');")
+
+    restore_backup(paths, read_backup(paths, "b1"), uid=-1, gid=-1)
+
+    assert manifest.blob_sha256
+    assert table_rows_of(blob, "SELECT name FROM file_objects") == [("a",)]
+    copy = paths.charm_state / "backups" / "b1" / "blob-garm.db"
+    copy.write_bytes(copy.read_bytes() + b"x")
+    with pytest.raises(BackupError, match="does not match"):
+        read_backup(paths, "b1")
+
+
+def table_rows_of(database: Path, query: str) -> list[tuple[object, ...]]:
+    """What a query finds in a database file."""
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        return connection.execute(query).fetchall()

@@ -1,0 +1,406 @@
+"""Maintenance mode, backups and upgrades through ops.testing (ADR 0024, ADR 0025).
+
+GARM is the simulator (bootstrapped by an earlier leader, with other controller URLs, so an
+unpaused reconcile writes to it); the workload is the recording double.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from typing import Any
+
+import ops
+import pytest
+from conftest import TickMachine
+from ops import testing
+from scenario.state import _Event  # pyright: ignore[reportPrivateUsage]
+from test_charm import bootstrap_secrets, bootstrapped
+
+import charm
+from doubles.database_publication import database_relation, database_secret
+from doubles.workload_double import RecordingWorkload
+from garm_sim import GarmSim
+from reconcile.maintenance import PAUSED_BY_KEY, PAUSED_SINCE_KEY
+from workload.backup import BackupError, BackupManifest
+from workload.migration import MigrationError
+
+RECONCILE_TICK = _Event("reconcile_tick")
+NEWER = "v0.2.1-96-gafda4e76"
+PAUSED_AT = "2026-11-30T09:15:00+00:00"
+
+
+@dataclasses.dataclass
+class Unit:
+    """The leader of a GARM an earlier leader bootstrapped, its workload and tick."""
+
+    ctx: testing.Context[charm.GarmCharm]
+    garm: GarmSim
+    workload: RecordingWorkload
+    machine: TickMachine
+    resources: frozenset[testing.Resource]
+    config: dict[str, Any]
+
+    def state(
+        self, app_data: dict[str, str] | None = None, *others: testing.RelationBase, leader=True
+    ) -> testing.State:
+        """The unit's state: its peers' app data is `app_data`."""
+        peers = testing.PeerRelation("garm-peers", local_app_data=app_data or {})
+        secrets = bootstrap_secrets()
+        for relation in others:
+            if isinstance(relation, testing.Relation) and relation.endpoint == "database":
+                secrets.append(database_secret("garm", "pw"))
+        return testing.State(
+            leader=leader,
+            resources=self.resources,
+            config=self.config,
+            secrets=frozenset(secrets),
+            relations=frozenset({peers, *others}),
+        )
+
+
+@pytest.fixture
+def unit(
+    ctx: testing.Context[charm.GarmCharm],
+    workload: RecordingWorkload,
+    garm: GarmSim,
+    resources: frozenset[testing.Resource],
+    config: dict[str, Any],
+    tick_machine: TickMachine,
+) -> Unit:
+    """A bootstrapped GARM's leader; its workload installed and running."""
+    bootstrapped(garm)
+    workload.installed = True
+    workload.running = True
+    return Unit(ctx, garm, workload, tick_machine, resources, config)
+
+
+def peers_of(state: testing.State) -> dict[str, str]:
+    """The peer relation's application data after a hook."""
+    return dict(state.get_relations("garm-peers")[0].local_app_data)
+
+
+def paused_data(by: str = "operator") -> dict[str, str]:
+    """Peer app data holding a pause taken at `PAUSED_AT`."""
+    return {PAUSED_SINCE_KEY: PAUSED_AT, PAUSED_BY_KEY: by}
+
+
+# Maintenance mode ---------------------------------------------------------------------------
+
+
+def test_pause_records_itself_in_peer_data_and_shows_since_when(unit: Unit):
+    """Arrange: a running leader. Act: pause.
+
+    Assert: the pause is in the peer app data, the status says since when and what to do,
+    the tick is removed, and nothing was installed, applied, stopped or written to GARM.
+    """
+    out = unit.ctx.run(unit.ctx.on.action("pause"), unit.state())
+
+    data = peers_of(out)
+    assert data[PAUSED_BY_KEY] == "operator"
+    since = datetime.datetime.fromisoformat(data[PAUSED_SINCE_KEY])
+    assert unit.ctx.action_results == {"paused-since": since.isoformat(), "paused-by": "operator"}
+    assert out.unit_status == ops.MaintenanceStatus(
+        f"paused since {since:%Y-%m-%d %H:%M} UTC: "
+        "the charm leaves GARM alone; run resume when done"
+    )
+    assert len(out.unit_status.message) <= 120
+    assert not unit.machine.tick.paths.timer_file.exists()
+    assert unit.workload.calls == []
+    assert unit.garm.write_count() == 0
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        pytest.param(lambda ctx: ctx.on.update_status(), id="update-status"),
+        pytest.param(lambda ctx: RECONCILE_TICK, id="reconcile-tick"),
+        pytest.param(lambda ctx: ctx.on.config_changed(), id="config-changed"),
+        pytest.param(lambda ctx: ctx.on.leader_elected(), id="new-leader"),
+        pytest.param(lambda ctx: ctx.on.upgrade_charm(), id="upgrade-charm"),
+    ],
+)
+def test_while_paused_no_hook_touches_garm(unit: Unit, event: Any):
+    """Arrange: a pause in the peer app data (a new leader reads the same). Act: a hook.
+
+    Assert: no install, apply, start or stop; no write (nor login) to GARM; the status is the
+    pause's; no tick is installed.
+    """
+    out = unit.ctx.run(event(unit.ctx), unit.state(paused_data()))
+
+    assert unit.workload.calls == []
+    assert unit.garm.calls() == []
+    assert out.unit_status == ops.MaintenanceStatus(
+        "paused since 2026-11-30 09:15 UTC: the charm leaves GARM alone; run resume when done"
+    )
+    assert not unit.machine.tick.paths.timer_file.exists()
+
+
+def test_without_a_pause_the_same_hook_writes_to_garm(unit: Unit):
+    """Arrange: the same leader, not paused. Act: update-status.
+
+    Assert: the reconcile applies the config and corrects GARM's controller URLs (a write):
+    the contrast that makes the paused test meaningful.
+    """
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    assert "apply" in unit.workload.calls
+    assert unit.garm.write_count() > 0
+    assert out.unit_status == ops.ActiveStatus()
+
+
+def test_a_second_pause_keeps_the_first_time(unit: Unit):
+    """Arrange: paused at PAUSED_AT. Act: pause again. Assert: the time is unchanged."""
+    out = unit.ctx.run(unit.ctx.on.action("pause"), unit.state(paused_data()))
+
+    assert peers_of(out)[PAUSED_SINCE_KEY] == PAUSED_AT
+
+
+def test_resume_clears_the_pause_and_reconciles_at_once(unit: Unit):
+    """Arrange: paused, GARM stopped by hand. Act: resume.
+
+    Assert: the pause is gone from the peer data, GARM is applied (started) and the status
+    returned is Active; the tick is back.
+    """
+    unit.workload.running = False
+
+    out = unit.ctx.run(unit.ctx.on.action("resume"), unit.state(paused_data()))
+
+    assert PAUSED_SINCE_KEY not in peers_of(out)
+    assert "apply" in unit.workload.calls
+    assert unit.workload.running
+    assert unit.ctx.action_results == {"status": "active: "}
+    assert unit.machine.tick.paths.timer_file.exists()
+
+
+@pytest.mark.parametrize("action", ["pause", "resume", "create-backup"])
+def test_maintenance_actions_run_on_the_leader_only(unit: Unit, action: str):
+    """Arrange: a non-leader. Act: the action. Assert: it fails naming garm/leader."""
+    with pytest.raises(testing.ActionFailed, match="garm/leader"):
+        unit.ctx.run(unit.ctx.on.action(action), unit.state(leader=False))
+
+
+# Backups ------------------------------------------------------------------------------------
+
+
+def backup(name: str, version: str = NEWER, secret: str = "") -> BackupManifest:
+    """A backup the workload holds."""
+    return BackupManifest(name, PAUSED_AT, version, "0" * 64, 4096, secret)
+
+
+def passphrase_ref(unit: Unit) -> str:
+    """The passphrase secret's reference as the charm reads it."""
+    state = unit.state()
+    secret = next(s for s in state.secrets if s.label == "garm-db-passphrase")
+    return secret.id
+
+
+def test_create_backup_names_the_copy_its_checksum_version_and_passphrase_secret(unit: Unit):
+    """Arrange: a leader on SQLite. Act: create-backup name=before-change.
+
+    Assert: the workload made that backup; the results give its path, the GARM version and
+    the passphrase secret's reference; GARM was not stopped.
+    """
+    state = unit.state()
+    secret = next(s for s in state.secrets if s.label == "garm-db-passphrase")
+
+    unit.ctx.run(unit.ctx.on.action("create-backup", params={"name": "before-change"}), state)
+
+    results = unit.ctx.action_results or {}
+    assert results["name"] == "before-change"
+    assert results["path"] == "/var/lib/garm-charm/backups/before-change/garm.db"
+    assert results["garm-version"] == NEWER
+    assert results["passphrase-secret"] == secret.id
+    assert "stop" not in unit.workload.calls
+
+
+@pytest.mark.parametrize("action", ["create-backup", "restore-backup"])
+def test_backups_are_refused_on_postgresql(unit: Unit, action: str):
+    """Arrange: the database relation. Act: the action.
+
+    Assert: it fails naming the database charm's backups; nothing stopped or copied.
+    """
+    relation = database_relation(database_secret("garm", "pw"))
+    state = unit.state(None, relation)
+
+    with pytest.raises(testing.ActionFailed, match="database charm's backups"):
+        unit.ctx.run(unit.ctx.on.action(action, params={"name": "x"}), state)
+    assert unit.workload.calls == []
+
+
+def test_restore_stops_swaps_starts_and_resumes(unit: Unit):
+    """Arrange: a backup made with this app's passphrase secret. Act: restore-backup.
+
+    Assert: GARM stopped, then the backup swapped in, then GARM applied (started); no pause
+    is left and the status is Active.
+    """
+    state = unit.state()
+    secret = next(s for s in state.secrets if s.label == "garm-db-passphrase")
+    unit.workload.backups["b1"] = backup("b1", secret=secret.id)
+
+    out = unit.ctx.run(unit.ctx.on.action("restore-backup", params={"name": "b1"}), state)
+
+    calls = unit.workload.calls
+    assert calls.index("stop") < calls.index("restore_backup b1") < calls.index("apply")
+    assert PAUSED_SINCE_KEY not in peers_of(out)
+    assert out.unit_status == ops.ActiveStatus()
+    assert unit.ctx.action_results == {"restored": "b1", "status": "active: "}
+
+
+def test_restore_under_an_operators_pause_leaves_garm_stopped(unit: Unit):
+    """Arrange: the operator paused; a backup. Act: restore-backup.
+
+    Assert: swapped in, but GARM not started and the operator's pause kept.
+    """
+    state = unit.state(paused_data())
+    secret = next(s for s in state.secrets if s.label == "garm-db-passphrase")
+    unit.workload.backups["b1"] = backup("b1", secret=secret.id)
+
+    out = unit.ctx.run(unit.ctx.on.action("restore-backup", params={"name": "b1"}), state)
+
+    assert unit.workload.calls == ["stop", "restore_backup b1"]
+    assert peers_of(out)[PAUSED_SINCE_KEY] == PAUSED_AT
+    assert isinstance(out.unit_status, ops.MaintenanceStatus)
+
+
+@pytest.mark.parametrize(
+    ("version", "secret", "why"),
+    [
+        pytest.param("v0.3.0", None, "newer than the installed", id="newer-garm"),
+        pytest.param(NEWER, "secret:other", "needs the passphrase in secret", id="other-secret"),
+    ],
+)
+def test_restore_refuses_before_touching_anything(
+    unit: Unit, version: str, secret: str | None, why: str
+):
+    """Arrange: a backup from a newer GARM, or one needing another passphrase secret.
+
+    Act: restore-backup. Assert: it fails saying why; GARM not stopped, nothing swapped, no
+    pause left.
+    """
+    state = unit.state()
+    own = next(s for s in state.secrets if s.label == "garm-db-passphrase").id
+    unit.workload.backups["b1"] = backup("b1", version, secret or own)
+
+    with pytest.raises(testing.ActionFailed, match=why):
+        unit.ctx.run(unit.ctx.on.action("restore-backup", params={"name": "b1"}), state)
+    assert unit.workload.calls == []
+
+
+def test_a_failed_swap_keeps_garm_stopped_and_paused(unit: Unit, monkeypatch: pytest.MonkeyPatch):
+    """Arrange: the swap fails. Act: restore-backup.
+
+    Assert: the action fails saying GARM is stopped and to run resume; the pause stays (by
+    restore-backup) so no hook starts GARM on a half-restored machine.
+    """
+    state = unit.state()
+    own = next(s for s in state.secrets if s.label == "garm-db-passphrase").id
+    unit.workload.backups["b1"] = backup("b1", secret=own)
+
+    def fail(manifest: BackupManifest) -> None:
+        raise BackupError("could not swap the database in: No space left on device")
+
+    monkeypatch.setattr(unit.workload, "restore_backup", fail)
+
+    with pytest.raises(testing.ActionFailed, match="run resume"):
+        unit.ctx.run(unit.ctx.on.action("restore-backup", params={"name": "b1"}), state)
+    assert "apply" not in unit.workload.calls
+
+
+# Upgrades -----------------------------------------------------------------------------------
+
+
+def test_restoring_a_pre_upgrade_backup_goes_back_to_the_older_garm(unit: Unit):
+    """Arrange: the newer GARM ran; v0.2.1 is attached again; v0.2.1's pre-upgrade backup.
+
+    Act: restore-backup. Assert: the database is v0.2.1's again, so v0.2.1 starts: Active.
+    """
+    unit.workload.last_ran_version = NEWER
+    unit.workload.garm_version = "v0.2.1"
+    state = unit.state()
+    own = next(s for s in state.secrets if s.label == "garm-db-passphrase").id
+    unit.workload.backups["pre"] = backup("pre", "v0.2.1", own)
+
+    out = unit.ctx.run(unit.ctx.on.action("restore-backup", params={"name": "pre"}), state)
+
+    assert unit.workload.last_ran_version == "v0.2.1"
+    assert "apply" in unit.workload.calls
+    assert out.unit_status == ops.ActiveStatus()
+
+
+def test_a_newer_binary_is_backed_up_before_it_runs(unit: Unit):
+    """Arrange: v0.2.1 last ran; the newer binary is installed. Act: update-status.
+
+    Assert: a pre-upgrade backup is taken before GARM is applied (restarted on the new
+    binary); the recorded version is the new one; Active.
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    name = f"create_backup pre-upgrade-v0.2.1-{NEWER}"
+    assert unit.workload.calls.index(name) < unit.workload.calls.index("apply")
+    assert unit.workload.last_ran_version == NEWER
+    assert out.unit_status == ops.ActiveStatus()
+
+
+def test_a_downgrade_is_refused_naming_both_versions(unit: Unit):
+    """Arrange: the newer GARM last ran; v0.2.1 is installed. Act: update-status.
+
+    Assert: Blocked naming both versions; GARM not applied (the old process keeps running),
+    no call to GARM's write API.
+    """
+    unit.workload.last_ran_version = NEWER
+    unit.workload.garm_version = "v0.2.1"
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    assert out.unit_status == ops.BlockedStatus(
+        f"downgrade refused: GARM v0.2.1 is older than {NEWER}, which ran last; attach that "
+        "garm-binary again"
+    )
+    assert "apply" not in unit.workload.calls
+    assert unit.garm.write_count() == 0
+
+
+def test_a_failed_migration_puts_the_backup_back_and_blocks(unit: Unit):
+    """Arrange: v0.2.1 last ran; the newer GARM's migration fails. Act: update-status.
+
+    Assert: GARM stopped, backed up, migration tried, the backup restored; Blocked saying to
+    attach v0.2.1 again; GARM not started on the half-migrated database.
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.migration_error = MigrationError("GARM's migration failed: foreign key")
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    assert unit.workload.calls == [
+        "install",
+        "stop",
+        f"create_backup {name}",
+        "migrate_database",
+        f"restore_backup {name}",
+    ]
+    assert out.unit_status == ops.BlockedStatus(
+        f"GARM {NEWER} could not migrate the database (restored): attach v0.2.1 again; "
+        "see juju debug-log"
+    )
+    assert unit.workload.last_ran_version == "v0.2.1"
+
+
+def test_rotate_credentials_is_refused_while_paused(unit: Unit):
+    """Arrange: paused at PAUSED_AT. Act: rotate-credentials with a new admin password.
+
+    Assert: the action fails saying to resume first; GARM was neither called nor restarted and
+    the secrets keep their revisions.
+    """
+    state = unit.state(paused_data())
+
+    with pytest.raises(testing.ActionFailed, match="run resume first"):
+        unit.ctx.run(
+            unit.ctx.on.action("rotate-credentials", params={"admin-password": True}), state
+        )
+
+    assert unit.workload.calls == []
+    assert unit.garm.calls() == []
