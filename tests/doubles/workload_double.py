@@ -82,11 +82,16 @@ class RecordingWorkload:
     )
     # The metrics token the scrape reads, as the charm last wrote it.
     metrics_token_file: str = ""
-from workload.backup import BackupError, BackupManifest
     pending_admin_password: KeptPasswordDouble = dataclasses.field(
         default_factory=KeptPasswordDouble
     )
     lease: LeaseDouble = dataclasses.field(default_factory=LeaseDouble)
+    # The GARM version that last ran on the database, and the backups taken, by name.
+    last_ran_version: str = ""
+    backups: dict[str, BackupManifest] = dataclasses.field(
+        default_factory=dict[str, BackupManifest]
+    )
+    migration_error: WorkloadError | None = None
 
     def install(
         self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig

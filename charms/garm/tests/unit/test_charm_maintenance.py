@@ -21,6 +21,7 @@ import charm
 from doubles.database_publication import database_relation, database_secret
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
+from reconcile.fencing import Lease
 from reconcile.maintenance import PAUSED_BY_KEY, PAUSED_SINCE_KEY
 from workload.backup import BackupError, BackupManifest
 from workload.migration import MigrationError
@@ -45,7 +46,11 @@ class Unit:
         self, app_data: dict[str, str] | None = None, *others: testing.RelationBase, leader=True
     ) -> testing.State:
         """The unit's state: its peers' app data is `app_data`."""
-        peers = testing.PeerRelation("garm-peers", local_app_data=app_data or {})
+        # This unit holds GARM's lease (ADR 0019), as a leader that has run GARM does.
+        lease = Lease("garm/0", datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1))
+        peers = testing.PeerRelation(
+            "garm-peers", local_app_data={**lease.as_app_data(), **(app_data or {})}
+        )
         secrets = bootstrap_secrets()
         for relation in others:
             if isinstance(relation, testing.Relation) and relation.endpoint == "database":
