@@ -50,6 +50,7 @@ from scaleset_reconciler.plan import (
     Plan,
     Prepared,
     ReconcileSettings,
+    RefreshRemoveAction,
     UpdateAction,
     busy_on_retired,
     entity_key,
@@ -329,6 +330,8 @@ class _Executor:
             self._create(action)
         elif isinstance(action, UpdateAction):
             self._update(action)
+        elif isinstance(action, RefreshRemoveAction):
+            self._remove_outdated(action)
         elif isinstance(action, ForceRemoveAction):
             self._api.delete_instance(action.instance_name, force=True)
             if action.finished:
@@ -341,6 +344,25 @@ class _Executor:
         else:
             self._api.delete_scaleset(action.scaleset_id)
             self._deleted.append(action)
+
+    def _remove_outdated(self, action: RefreshRemoveAction) -> None:
+        """Remove an idle outdated runner; a refusal (it took a job since) is only noted.
+
+        The next pass lists the runners again and decides anew, so nothing is retried here.
+        """
+        try:
+            self._api.delete_instance(action.instance_name, force=False)
+        except (GarmApiError, InvalidRequest) as error:
+            spec = self._specs.get(action.owner)
+            text = f"kept outdated runner {action.instance_name!r} of {action.scaleset_name!r}"
+            if spec is not None:
+                spec.warnings.append(f"{text}: {error}")
+            return
+        logger.info(
+            "scale sets: removed outdated runner %r of %r (rolling refresh)",
+            action.instance_name,
+            action.scaleset_name,
+        )
 
     def _create(self, action: CreateAction) -> None:
         params = action.params
@@ -490,6 +512,7 @@ _VERBS: dict[type, str] = {
     CreateAction: "create",
     UpdateAction: "update",
     ForceRemoveAction: "remove a runner of",
+    RefreshRemoveAction: "remove a runner of",
     DeleteAction: "delete",
 }
 
@@ -504,7 +527,7 @@ def _describe(action: Action) -> str:
         return f"creating {action.params.name!r}"
     if isinstance(action, UpdateAction):
         return f"updating {action.name!r}"
-    if isinstance(action, ForceRemoveAction):
+    if isinstance(action, ForceRemoveAction | RefreshRemoveAction):
         return f"removing runner {action.instance_name!r} of {action.scaleset_name!r}"
     return f"deleting {action.name!r}"
 
