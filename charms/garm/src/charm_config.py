@@ -29,6 +29,8 @@ MAX_HANDOVER_GRACE: Final = datetime.timedelta(days=1)
 # A tick less often than daily is no tick; hooks alone do that (`0`).
 MAX_RECONCILE_INTERVAL: Final = datetime.timedelta(days=1)
 MAX_PORT: Final = 65535
+# More replacements at once than this is a second scale set, not a refresh.
+MAX_REFRESH_SURGE: Final = 50
 
 
 class InvalidConfigError(ValueError):
@@ -82,6 +84,8 @@ class CharmConfig:
     handover_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
     # Zero: no reconcile tick, only hooks (docs/adr/0006-reconcile-tick-timer.md).
     reconcile_interval: datetime.timedelta = datetime.timedelta(minutes=1)
+    # Replacement runners a rolling refresh boots at a time per scale set (ADR 0022).
+    refresh_surge: int = 1
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -172,6 +176,14 @@ def _port(value: Any) -> int:
     return value
 
 
+def _refresh_surge(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number")
+    if not 1 <= value <= MAX_REFRESH_SURGE:
+        raise ValueError(f"must be 1-{MAX_REFRESH_SURGE}")
+    return value
+
+
 def _log_level(value: Any) -> LogLevel:
     if value not in LOG_LEVELS:
         raise ValueError("must be 'debug', 'info', 'warn' or 'error'")
@@ -216,6 +228,7 @@ _OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
     "handover-grace": ("handover_grace", _handover_grace),
     "handover-timeout": ("handover_timeout", _up_to_a_week),
     "reconcile-interval": ("reconcile_interval", _interval),
+    "refresh-surge": ("refresh_surge", _refresh_surge),
 }
 
 

@@ -343,6 +343,7 @@ def reconcile_settings(config: CharmConfig) -> ReconcileSettings:
         handover_grace=config.handover_grace,
         drain_timeout=config.drain_timeout,
         handover_timeout=config.handover_timeout,
+        refresh_surge=config.refresh_surge,
     )
 
 

@@ -25,6 +25,7 @@ def test_defaults_are_valid():
             "handover-grace": "60s",
             "reconcile-interval": "1m",
             "handover-timeout": "30m",
+            "refresh-surge": 1,
         }
     )
 
@@ -33,6 +34,7 @@ def test_defaults_are_valid():
     assert config.handover_timeout == datetime.timedelta(minutes=30)
     assert config.drain_timeout == datetime.timedelta(hours=7)
     assert config.handover_grace == datetime.timedelta(seconds=60)
+    assert config.refresh_surge == 1
     assert config.base_url("10.1.2.3") == "http://10.1.2.3:9997"
 
 
@@ -83,6 +85,8 @@ def test_zero_reconcile_interval_means_hooks_only(text: str):
         ({"reconcile-interval": "1d"}, "reconcile-interval"),
         ({"handover-timeout": "0"}, "handover-timeout"),
         ({"reconcile-interval": ""}, "reconcile-interval"),
+        ({"refresh-surge": 0}, "refresh-surge"),
+        ({"refresh-surge": 51}, "refresh-surge"),
     ],
 )
 def test_bad_values_name_the_option(raw: dict[str, object], option: str):

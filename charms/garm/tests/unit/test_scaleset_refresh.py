@@ -5,14 +5,18 @@ from __future__ import annotations
 import dataclasses
 import datetime
 
+import pytest
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
 from doubles.memory_garm import MemoryGarm
 from garm_api.models import Instance
+from reconcile.desired_state import DesiredState
+from reconcile.garm_objects import list_scalesets
 from scaleset_reconciler import Phase, status_message
 from scaleset_reconciler.marker import parse_marker
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.refresh import plan_step
+from scaleset_reconciler.refresh_request import UnknownScaleset, request_refresh
 from scaleset_reconciler.spec import ScalesetSpec
 
 T0 = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
@@ -242,3 +246,71 @@ def test_step_never_takes_idle_runners_below_min_idle_when_replacements_fail():
     step = plan_step(runners, T0, min_idle=2, surge=1, serving=True)
 
     assert (step.removals, step.outdated) == ((), 2)
+
+
+# The refresh-runners action and list-scalesets --------------------------------------------------
+
+
+def test_requested_refresh_replaces_runners_with_nothing_changed_and_survives_a_restart():
+    """Arrange: a settled scale set (min idle 2), nothing changed.
+
+    Act: request a refresh of `small` (as the action does), then run passes with a fresh
+    reconciler each time (nothing kept in memory between them).
+
+    Assert: the request is in GARM's marker; every old idle runner is replaced, never fewer than
+    2 idle; the refresh then ends (no `refresh-from`, counts as the spec says).
+    """
+    spec = make_spec(min_idle_runners=2, max_runners=3)
+    garm, old = _settled_with_idle_runners(spec)
+
+    marked = request_refresh(garm, "small", now=garm.now)
+    garm.advance(1)
+    seen = _roll(garm, spec)
+
+    row = garm.by_name(live_name(spec))
+    marker = parse_marker(row.extended_state)
+    assert marked == ["small"]
+    assert min(seen) >= 2
+    assert not {r.name for r in garm.runners_of(live_name(spec))} & old
+    assert marker is not None
+    assert marker.refresh_from is None
+    assert (row.min_idle_runners, row.max_runners) == (2, 3)
+
+
+def test_a_refresh_request_for_an_unknown_name_writes_nothing():
+    """Arrange: a settled scale set. Act: request a refresh of `nope`.
+
+    Assert: UnknownScaleset naming it; GARM received no write.
+    """
+    garm = MemoryGarm()
+    converge(garm, [make_spec()])
+    garm.calls.clear()
+
+    with pytest.raises(UnknownScaleset, match="nope"):
+        request_refresh(garm, "nope", now=garm.now)
+
+    assert garm.writes() == []
+
+
+def test_list_scalesets_shows_the_outdated_runners_of_a_refresh():
+    """Arrange: a settled scale set with two idle runners; the image changed, one pass ran.
+
+    Act: list (the action's changeovers).
+
+    Assert: phase refreshing, refreshing true, 2 outdated runners, none busy.
+    """
+    spec = make_spec(min_idle_runners=2, max_runners=3)
+    garm, _ = _settled_with_idle_runners(spec)
+    changed = dataclasses.replace(spec, image="ubuntu:24.04")
+    run(garm, [changed])
+
+    listed = list_scalesets(
+        garm,  # pyright: ignore[reportArgumentType] - the scale-set calls are all it makes
+        DesiredState(specs=(changed,)),
+        now=garm.now,
+        settings=SETTINGS,
+    )
+
+    (small,) = listed.changeovers
+    assert (small["phase"], small["refreshing"]) == ("refreshing", True)
+    assert (small["outdated-runners"], small["busy-outdated-runners"]) == (2, 0)
