@@ -86,6 +86,8 @@ class CharmConfig:
     reconcile_interval: datetime.timedelta = datetime.timedelta(minutes=1)
     # Replacement runners a rolling refresh boots at a time per scale set (ADR 0022).
     refresh_surge: int = 1
+    # Zero: runners are not checked for being stuck (ADR 0023).
+    runner_stuck_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -199,6 +201,10 @@ def _handover_grace(value: Any) -> datetime.timedelta:
     return parse_duration(_text(value), MAX_HANDOVER_GRACE)
 
 
+def _stuck_timeout(value: Any) -> datetime.timedelta:
+    return parse_duration(_text(value), MAX_DRAIN_TIMEOUT, zero=True)
+
+
 def _interval(value: Any) -> datetime.timedelta:
     return parse_duration(_text(value), MAX_RECONCILE_INTERVAL, zero=True)
 
@@ -229,6 +235,7 @@ _OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
     "handover-timeout": ("handover_timeout", _up_to_a_week),
     "reconcile-interval": ("reconcile_interval", _interval),
     "refresh-surge": ("refresh_surge", _refresh_surge),
+    "runner-stuck-timeout": ("runner_stuck_timeout", _stuck_timeout),
 }
 
 

@@ -236,6 +236,8 @@ def _changeover(
         "refreshing": spec.refreshing,
         "outdated-runners": spec.outdated_runners,
         "busy-outdated-runners": spec.busy_outdated_runners,
+        "stuck-runners-removed": spec.stuck_removed,
+        "stuck-runners-kept": spec.stuck_unremovable,
         "message": spec.message,
         "predecessors": [_predecessor(p, runners) for p in spec.predecessors],
         "generations": generations,

@@ -48,6 +48,7 @@ from scaleset_reconciler.report import (
     short_name,
 )
 from scaleset_reconciler.spec import ScalesetSpec
+from scaleset_reconciler.stuck import StuckStep, plan_stuck
 
 # GARM refuses to remove an instance in any other state (garm-behaviour B18).
 FORCEABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
@@ -86,6 +87,9 @@ class ReconcileSettings:
         max_name_length: the longest live name the charm creates.
         refresh_surge: how many replacement runners a rolling refresh boots at a time per
             scale set (ADR 0022).
+        runner_stuck_timeout: how long a live scale set's runner may stay in a state that is
+            not final before it is removed (ADR 0023); None: runners are not checked (and a
+            converged pass lists no instances).
     """
 
     handover_grace: datetime.timedelta = datetime.timedelta(seconds=60)
@@ -94,6 +98,7 @@ class ReconcileSettings:
     label_retry: datetime.timedelta = datetime.timedelta(minutes=15)
     max_name_length: int = DEFAULT_MAX_LENGTH
     refresh_surge: int = DEFAULT_SURGE
+    runner_stuck_timeout: datetime.timedelta | None = None
 
 
 # Actions --------------------------------------------------------------------------------------
@@ -164,7 +169,23 @@ class RefreshRemoveAction:
     instance_name: str
 
 
-Action = CreateAction | UpdateAction | ForceRemoveAction | DeleteAction | RefreshRemoveAction
+@dataclasses.dataclass(frozen=True)
+class StuckRemoveAction:
+    """Force-remove one stuck runner of a live scale set (it has no job, ADR 0023)."""
+
+    owner: str
+    scaleset_name: str
+    instance_name: str
+
+
+Action = (
+    CreateAction
+    | UpdateAction
+    | ForceRemoveAction
+    | DeleteAction
+    | RefreshRemoveAction
+    | StuckRemoveAction
+)
 
 
 # Preparing specs ------------------------------------------------------------------------------
@@ -408,7 +429,9 @@ class Needs:
     instances: bool
 
 
-def needs(prepared: Prepared, grouping: Grouping, *, sweep_orphans: bool) -> Needs:
+def needs(
+    prepared: Prepared, grouping: Grouping, *, sweep_orphans: bool, stuck_check: bool = False
+) -> Needs:
     """Return what to fetch: entities and providers only to create, instances only to drain."""
     creating = [e for e in prepared.entries if grouping.families[e.spec.name].live is None]
     retired = [
@@ -430,10 +453,11 @@ def needs(prepared: Prepared, grouping: Grouping, *, sweep_orphans: bool) -> Nee
         and family.live.marker.refresh_from is not None
         for family in grouping.families.values()
     )
+    stuck = stuck_check and any(f.live is not None for f in grouping.families.values())
     return Needs(
         entity_kinds=frozenset(entry.spec.entity.kind for entry in creating),
         providers=bool(creating),
-        instances=bool(retired) or retired_orphans or capacity or refreshing,
+        instances=bool(retired) or retired_orphans or capacity or refreshing or stuck,
     )
 
 
@@ -572,6 +596,10 @@ def plan_spec(
     if update is not None:
         actions.append(update)
     actions.extend(_refresh_removals(spec, family.live, step, update))
+    stuck = _stuck_step(spec, family.live, context)
+    actions.extend(
+        StuckRemoveAction(spec.name, family.live.scaleset.name, name) for name in stuck.removals
+    )
     report.outdated_runners = step.outdated
     report.busy_outdated_runners = step.busy_outdated
     report.refreshing = _refresh_from(update, step) is not None
@@ -588,7 +616,35 @@ def plan_spec(
         report.predecessors.append(predecessor)
         actions.extend(retire_actions)
     _summarise(report, ready)
+    _report_stuck(report, stuck)
     return report, actions
+
+
+def _stuck_step(spec: ScalesetSpec, live: Member, context: _Context) -> StuckStep:
+    timeout = context.settings.runner_stuck_timeout
+    if timeout is None or live.marker is None:
+        return StuckStep()
+    return plan_stuck(
+        context.observed.runners(live.scaleset.id),
+        now=context.now,
+        timeout=timeout,
+        bootstrap_timeout=datetime.timedelta(minutes=spec.runner_bootstrap_timeout),
+    )
+
+
+def _report_stuck(report: SpecReport, stuck: StuckStep) -> None:
+    """Count the stuck runners; a set whose runners keep failing is Blocked naming the fault."""
+    report.stuck_removed = len(stuck.removals)
+    report.stuck_unremovable = stuck.unremovable
+    if not stuck.failing_fault or report.phase is Phase.BLOCKED:
+        return
+    report.phase = Phase.BLOCKED
+    report.message = (
+        f"the runners of {report.live_name!r} keep failing and none is online; the provider's "
+        f"last fault: {stuck.failing_fault}"
+    )
+    report.status = f"runners keep failing: {stuck.failing_fault}; check image, flavor, provider"
+    report.errors.append(report.message)
 
 
 def _plan_create(

@@ -92,6 +92,9 @@ class SpecReport:
     refreshing: bool = False
     outdated_runners: int = 0
     busy_outdated_runners: int = 0
+    # Stuck runners of the live set (ADR 0023): removed this pass, and those GARM keeps.
+    stuck_removed: int = 0
+    stuck_unremovable: int = 0
     message: str = ""
     # The Blocked text for `juju status` when `message` is too long for it.
     status: str = ""

@@ -26,6 +26,7 @@ def test_defaults_are_valid():
             "reconcile-interval": "1m",
             "handover-timeout": "30m",
             "refresh-surge": 1,
+            "runner-stuck-timeout": "30m",
         }
     )
 
@@ -35,6 +36,7 @@ def test_defaults_are_valid():
     assert config.drain_timeout == datetime.timedelta(hours=7)
     assert config.handover_grace == datetime.timedelta(seconds=60)
     assert config.refresh_surge == 1
+    assert config.runner_stuck_timeout == datetime.timedelta(minutes=30)
     assert config.base_url("10.1.2.3") == "http://10.1.2.3:9997"
 
 
@@ -87,6 +89,7 @@ def test_zero_reconcile_interval_means_hooks_only(text: str):
         ({"reconcile-interval": ""}, "reconcile-interval"),
         ({"refresh-surge": 0}, "refresh-surge"),
         ({"refresh-surge": 51}, "refresh-surge"),
+        ({"runner-stuck-timeout": "1d"}, "runner-stuck-timeout"),
     ],
 )
 def test_bad_values_name_the_option(raw: dict[str, object], option: str):
