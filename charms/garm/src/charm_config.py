@@ -22,9 +22,13 @@ LOG_LEVELS: Final = ("debug", "info", "warn", "error")
 
 # At most 9 digits per unit: no arithmetic on a huge number, no OverflowError in timedelta.
 _DURATION = re.compile(r"^(?:(?P<h>\d{1,9})h)?(?:(?P<m>\d{1,9})m)?(?:(?P<s>\d{1,9})s)?$")
-# A drain longer than a week never ends in practice; a hand-over grace longer than a day only
+# A wait longer than a week never ends in practice; a hand-over grace longer than a day only
 # delays every changeover. Both bounds are far above any sensible value.
-MAX_DRAIN_TIMEOUT: Final = datetime.timedelta(days=7)
+MAX_WAIT: Final = datetime.timedelta(days=7)
+# A retired scale set's listener is offline from its retirement, and GitHub deletes a scale set
+# whose listener stays offline for 7 days (garm-behaviour B33): its drain and delete must end
+# well before, whatever GARM restarts or kept deletes (retried up to an hour apart) cost.
+MAX_DRAIN_TIMEOUT: Final = datetime.timedelta(hours=144)
 MAX_HANDOVER_GRACE: Final = datetime.timedelta(days=1)
 # A tick less often than daily is no tick; hooks alone do that (`0`).
 MAX_RECONCILE_INTERVAL: Final = datetime.timedelta(days=1)
@@ -193,7 +197,11 @@ def _log_level(value: Any) -> LogLevel:
 
 
 def _up_to_a_week(value: Any) -> datetime.timedelta:
-    # A drain or a wait for capacity longer than a week never ends in practice.
+    # A wait for capacity longer than a week never ends in practice.
+    return parse_duration(_text(value), MAX_WAIT)
+
+
+def _drain_timeout(value: Any) -> datetime.timedelta:
     return parse_duration(_text(value), MAX_DRAIN_TIMEOUT)
 
 
@@ -202,7 +210,7 @@ def _handover_grace(value: Any) -> datetime.timedelta:
 
 
 def _stuck_timeout(value: Any) -> datetime.timedelta:
-    return parse_duration(_text(value), MAX_DRAIN_TIMEOUT, zero=True)
+    return parse_duration(_text(value), MAX_WAIT, zero=True)
 
 
 def _interval(value: Any) -> datetime.timedelta:
@@ -230,7 +238,7 @@ _OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
     "external-url": ("external_url", _url),
     "port": ("port", _port),
     "log-level": ("log_level", _log_level),
-    "drain-timeout": ("drain_timeout", _up_to_a_week),
+    "drain-timeout": ("drain_timeout", _drain_timeout),
     "handover-grace": ("handover_grace", _handover_grace),
     "handover-timeout": ("handover_timeout", _up_to_a_week),
     "reconcile-interval": ("reconcile_interval", _interval),
