@@ -193,6 +193,9 @@ def list_scalesets(
     ]
     by_name = {scaleset.name: scaleset for scaleset in listed}
     changeovers = [_changeover(spec, by_name, runners) for spec in report.specs]
+    windows = {spec.name: spec.min_idle_window for spec in desired.specs}
+    for changeover in changeovers:
+        changeover["min-idle-window"] = windows.get(changeover["scaleset"], "")
     changeovers += [
         {
             "scaleset": None,

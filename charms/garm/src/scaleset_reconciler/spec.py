@@ -47,3 +47,6 @@ class ScalesetSpec:
     runner_bootstrap_timeout: int = 20
     extra_specs: Mapping[str, Any] = dataclasses.field(default_factory=dict[str, Any])
     template_name: str | None = None
+    # The configurator's min-idle-schedule window that set `min_idle_runners` ("" without a
+    # schedule, "default" outside every window).
+    min_idle_window: str = ""
