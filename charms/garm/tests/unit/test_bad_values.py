@@ -255,6 +255,7 @@ RELATION_ROWS = (
     Bad("runner.otel_collector_endpoint", 4317, ("runner.otel_collector_endpoint: Input",)),
     Bad("runner.pre_job_script", "echo\x00", ("runner.pre_job_script: must be at most 16384",)),
     Bad("runner.pre_install_scripts", {".hidden": "true"}, ("script names must be 1-64",)),
+    Bad("runner.min_idle_schedule", "Mon 08:00-09:00 Mars/Olympus=1", ("unknown time zone",)),
 )
 
 

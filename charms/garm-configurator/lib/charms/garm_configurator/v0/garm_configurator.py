@@ -593,52 +593,55 @@ def parse_min_idle_schedule(text: str) -> MinIdleSchedule:
     times, so a window keeps its local hours across daylight-saving changes.
 
     Raises:
-        ValueError: the text does not follow this form (the message names what is wrong,
-            never echoing more than one entry).
+        ValueError: the text does not follow this form; the message names the entry by its
+            position, never echoing the input.
     """
     entries = [entry.strip() for entry in text.split(";") if entry.strip()]
     if not entries:
         raise ValueError("the schedule is empty")
+    if len(entries) > MAX_SCHEDULE_WINDOWS + 1:
+        raise ValueError(f"at most {MAX_SCHEDULE_WINDOWS} windows")
     windows: list[MinIdleWindow] = []
     default = 0
-    for entry in entries:
+    for number, entry in enumerate(entries, start=1):
         head, equals, count = entry.rpartition("=")
         if not equals or not count.strip().isdigit():
-            raise ValueError(f"entry {entry[:40]!r}: expected <window>=<count> or default=<count>")
+            raise ValueError(f"entry {number}: expected <window>=<count> or default=<count>")
         value = int(count.strip())
         if value > MAX_RUNNERS_LIMIT:
-            raise ValueError(f"entry {entry[:40]!r}: at most {MAX_RUNNERS_LIMIT} runners")
+            raise ValueError(f"entry {number}: at most {MAX_RUNNERS_LIMIT} runners")
         if head.strip().lower() == "default":
             default = value
             continue
-        windows.append(_window(head.strip(), value))
+        windows.append(_window(head.strip(), value, number))
     if len(windows) > MAX_SCHEDULE_WINDOWS:
         raise ValueError(f"at most {MAX_SCHEDULE_WINDOWS} windows")
     return MinIdleSchedule(tuple(windows), default)
 
 
-def _window(text: str, value: int) -> MinIdleWindow:
+def _window(text: str, value: int, number: int) -> MinIdleWindow:
     match = _WINDOW.match(text)
     if match is None:
-        raise ValueError(f"window {text[:40]!r}: expected e.g. 'Mon-Fri 08:00-18:00 UTC'")
+        raise ValueError(f"entry {number}: expected e.g. 'Mon-Fri 08:00-18:00 UTC=2'")
     try:
         start = datetime.time.fromisoformat(match["start"])
         end = datetime.time.fromisoformat(match["end"])
     except ValueError:
-        raise ValueError(f"window {text[:40]!r}: times are HH:MM, 00:00-23:59") from None
+        raise ValueError(f"entry {number}: times are HH:MM, 00:00-23:59") from None
     try:
         zoneinfo.ZoneInfo(match["zone"])
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"window {text[:40]!r}: unknown time zone") from None
-    return MinIdleWindow(_days(match["days"], text), start, end, match["zone"], value, text)
+        raise ValueError(f"entry {number}: unknown time zone") from None
+    days = _days(match["days"], number)
+    return MinIdleWindow(days, start, end, match["zone"], value, text)
 
 
-def _days(spec: str, text: str) -> frozenset[int]:
+def _days(spec: str, number: int) -> frozenset[int]:
     days: set[int] = set()
     for part in spec.lower().split(","):
         first, _, last = part.partition("-")
         if first not in _DAYS or (last and last not in _DAYS):
-            raise ValueError(f"window {text[:40]!r}: days are Mon..Sun, e.g. Mon-Fri or Sat,Sun")
+            raise ValueError(f"entry {number}: days are Mon..Sun, e.g. Mon-Fri or Sat,Sun")
         start, end = _DAYS.index(first), _DAYS.index(last or first)
         days.update((start + offset) % 7 for offset in range((end - start) % 7 + 1))
     return frozenset(days)
