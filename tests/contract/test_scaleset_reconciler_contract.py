@@ -299,3 +299,75 @@ def test_forty_converged_scale_sets_cost_at_most_five_requests_and_no_writes(
     assert sim.write_count() == 0
     assert report.writes == 0
     assert report.converged
+
+
+def test_image_change_rolls_every_idle_runner_over_http(garm: Garm, client: GarmClient):
+    """Arrange: `small` converged with min idle 2 and two idle runners; then the image changes.
+
+    Act: reconcile passes a minute apart through `GarmClient` (the simulator's worker between).
+
+    Assert: idle runners never below 2; every old runner replaced by unforced deletes; the scale
+    set back at min 2 / max 3 with the new image and no `refresh-from`; status said refreshing.
+    """
+    spec = make_spec(min_idle_runners=2)
+    converge(client, garm.sim, [spec])
+    garm.sim.advance(61)
+    old = {i.name for i in garm.sim.instances(live_name(spec))}
+    changed = make_spec(min_idle_runners=2, image="ubuntu:24.04")
+    idle: list[int] = []
+    texts: set[str] = set()
+    forced: list[bool] = []
+    sent = client.delete_instance
+
+    def delete_instance(name: str, *, force: bool = True) -> None:
+        forced.append(force)
+        sent(name, force=force)
+
+    client.delete_instance = delete_instance  # type: ignore[method-assign]
+    for _ in range(12):
+        report = run(client, garm.sim, [changed])
+        texts.add(status_message(report))
+        garm.sim.advance(61)
+        idle.append(sum(i.runner_status == "idle" for i in garm.sim.instances(live_name(spec))))
+        if report.spec("small").phase is Phase.ACTIVE:
+            break
+
+    scaleset = garm.sim.scaleset(live_name(spec))
+    marker = parse_marker(scaleset.extended_state)
+    assert len(old) == 2
+    assert min(idle) >= 2
+    assert not {i.name for i in garm.sim.instances(live_name(spec))} & old
+    assert (scaleset.min_idle_runners, scaleset.max_runners, scaleset.image) == (
+        2,
+        3,
+        "ubuntu:24.04",
+    )
+    assert marker is not None
+    assert marker.refresh_from is None
+    assert "'small': refreshing 2 outdated runners" in texts
+    assert forced == [False, False]
+
+
+def test_refresh_never_removes_a_runner_with_a_job_over_http(garm: Garm, client: GarmClient):
+    """Arrange: `small` converged (min idle 1); its runner takes a job; the image changes.
+
+    Act: reconcile passes a minute apart.
+
+    Assert: the busy runner is never asked to go (no DELETE of it); it still runs its job; the
+    refresh ends with the counts back.
+    """
+    spec = make_spec()
+    converge(client, garm.sim, [spec])
+    garm.sim.advance(61)
+    busy = garm.sim.start_job(live_name(spec))
+    changed = make_spec(image="ubuntu:24.04")
+    for _ in range(12):
+        report = run(client, garm.sim, [changed])
+        garm.sim.advance(61)
+        if report.spec("small").phase is Phase.ACTIVE:
+            break
+
+    running = {i.name: i.runner_status for i in garm.sim.instances(live_name(spec))}
+    assert running[busy] == "active"
+    assert not [c for c in garm.sim.calls() if c.startswith("DELETE") and busy in c]
+    assert garm.sim.scaleset(live_name(spec)).min_idle_runners == 1

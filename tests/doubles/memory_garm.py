@@ -233,6 +233,8 @@ class MemoryGarm:
         self.deletes_refused_with_runners: list[str] = []
         self.deletes_refused_enabled: list[str] = []
         self.forced: list[Forced] = []
+        # Unforced removes (the rolling refresh's), with what the runner was doing then.
+        self.removed: list[Forced] = []
         self._answers_left: int | None = None
         self._stop_after: str | None = None
         self._stop_next = False
@@ -534,9 +536,12 @@ class MemoryGarm:
             raise GarmNotFound("delete instance", 404, "Not Found", "instance not found")
         if runner.status not in FORCEABLE:
             raise GarmNotFound("delete instance", 400, "Bad Request", "runner must be ...")
-        self.forced.append(
-            Forced(name, runner.scaleset_id, self.now, runner.runner_status, len(self.log))
-        )
+        removal = Forced(name, runner.scaleset_id, self.now, runner.runner_status, len(self.log))
+        if not force and runner.runner_status == "active":
+            # Unforced, GARM first removes the runner at GitHub, which refuses a busy runner;
+            # GARM answers with the error (garm-behaviour, "Removing a runner unforced").
+            raise GarmServerError("delete instance", 500, "Internal Server Error", "runner busy")
+        (self.forced if force else self.removed).append(removal)
         runner.status = "pending_force_delete" if force else "pending_delete"
 
     # Plumbing -----------------------------------------------------------------------------

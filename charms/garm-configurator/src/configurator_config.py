@@ -32,6 +32,7 @@ from charms.garm_configurator.v0.garm_configurator import (
     ImageId,
     Ipv4Target,
     Label,
+    MinIdleScheduleText,
     OpenStackName,
     OpenStackProvider,
     OsArch,
@@ -47,6 +48,7 @@ from charms.garm_configurator.v0.garm_configurator import (
     check_github_repo_name,
     check_password,
     check_private_key_pem,
+    parse_min_idle_schedule,
 )
 
 OPTIONS: Final = (
@@ -78,6 +80,7 @@ OPTIONS: Final = (
     "otel-collector-endpoint",
     "pre-job-script",
     "pre-install-scripts",
+    "min-idle-schedule",
 )
 
 # How to fix an option that is not set: "config '<option>' is not set: <hint>".
@@ -289,7 +292,26 @@ def _cross_field_problems(given: Mapping[str, Any]) -> list[ConfigProblem]:
                 "lower min-idle-runners or raise max-runners",
             )
         )
+    problems.extend(_schedule_problems(given.get("min-idle-schedule"), max_runners))
     return problems
+
+
+def _schedule_problems(text: object, max_runners: object) -> list[ConfigProblem]:
+    """A schedule asking for more idle runners than `max-runners` allows, named as such."""
+    if not isinstance(text, str) or not text.strip() or not isinstance(max_runners, int):
+        return []
+    try:
+        highest = parse_min_idle_schedule(text).highest()
+    except ValueError:
+        return []  # reported by the field's own validation
+    if highest <= max_runners:
+        return []
+    return [
+        ConfigProblem(
+            "min-idle-schedule",
+            f"asks for {highest} idle runners, more than 'max-runners' ({max_runners})",
+        )
+    ]
 
 
 def _read_secrets(
@@ -360,6 +382,7 @@ def _to_config(options: "_Options", secrets: Mapping[str, str]) -> ConfiguratorC
             otel_collector_endpoint=options.otel_collector_endpoint,
             pre_job_script=options.pre_job_script,
             pre_install_scripts=dict(options.pre_install_scripts),
+            min_idle_schedule=options.min_idle_schedule,
         ),
     )
 
@@ -468,3 +491,4 @@ class _Options(BaseModel):
         BeforeValidator(_parse_scripts),
         Field(max_length=MAX_PRE_INSTALL_SCRIPTS),
     ] = Field(default_factory=dict[str, str], alias="pre-install-scripts")
+    min_idle_schedule: MinIdleScheduleText = Field(default="", alias="min-idle-schedule")

@@ -38,6 +38,7 @@ from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
 from relations.database import Database
 from workload.backup import restore_problem
+from scaleset_reconciler.refresh_request import UnknownScaleset, request_refresh
 from workload.host import WorkloadError
 from workload.machine import Workload
 from workload.tick import ReconcileTick, TickError, TickSchedule
@@ -122,6 +123,7 @@ class GarmCharm(ops.CharmBase):
         framework.observe(self.on.resume_action, self._on_resume)
         framework.observe(self.on.create_backup_action, self._on_create_backup)
         framework.observe(self.on.restore_backup_action, self._on_restore_backup)
+        framework.observe(self.on.refresh_runners_action, self._on_refresh_runners)
         framework.observe(self.on.collect_unit_status, self._on_collect_status)
         framework.observe(self.on.collect_app_status, self._on_collect_status)
 
@@ -241,6 +243,30 @@ class GarmCharm(ops.CharmBase):
                 "changeovers": json.dumps(listing.changeovers),
             }
         )
+
+    def _on_refresh_runners(self, event: ops.ActionEvent) -> None:
+        """Mark the scale sets for a full refresh in GARM, then reconcile once to start it."""
+        if not self.unit.is_leader():
+            event.fail("GARM runs on the leader only: juju run garm/leader refresh-runners")
+            return
+        if self._maintenance() is not None:
+            event.fail("the charm is paused: run resume first, then refresh-runners")
+            return
+        creds = read_secrets(self._secrets)
+        if creds is None:
+            event.fail("GARM is not bootstrapped yet")
+            return
+        logical = str(event.params.get("scaleset") or "").strip() or None
+        try:
+            config = self._state().config
+            client = local_client(config, self._certificates.tls_files())
+            client.login(creds.admin_username, creds.admin_password)
+            marked = request_refresh(client, logical, now=utc_now())
+        except (InvalidConfigError, GarmError, UnknownScaleset) as error:
+            event.fail(str(error))
+            return
+        self._reconcile(event)
+        event.set_results({"scalesets": ",".join(marked), "count": len(marked)})
 
     def _on_rotate_credentials(self, event: ops.ActionEvent) -> None:
         """New JWT key (and admin password), then one reconcile: one restart, a new login.

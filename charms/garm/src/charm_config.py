@@ -22,9 +22,13 @@ LOG_LEVELS: Final = ("debug", "info", "warn", "error")
 
 # At most 9 digits per unit: no arithmetic on a huge number, no OverflowError in timedelta.
 _DURATION = re.compile(r"^(?:(?P<h>\d{1,9})h)?(?:(?P<m>\d{1,9})m)?(?:(?P<s>\d{1,9})s)?$")
-# A drain longer than a week never ends in practice; a hand-over grace longer than a day only
+# A wait longer than a week never ends in practice; a hand-over grace longer than a day only
 # delays every changeover. Both bounds are far above any sensible value.
-MAX_DRAIN_TIMEOUT: Final = datetime.timedelta(days=7)
+MAX_WAIT: Final = datetime.timedelta(days=7)
+# A retired scale set's listener is offline from its retirement, and GitHub deletes a scale set
+# whose listener stays offline for 7 days (garm-behaviour B33): its drain and delete must end
+# well before, whatever GARM restarts or kept deletes (retried up to an hour apart) cost.
+MAX_DRAIN_TIMEOUT: Final = datetime.timedelta(hours=144)
 MAX_HANDOVER_GRACE: Final = datetime.timedelta(days=1)
 # A tick less often than daily is no tick; hooks alone do that (`0`).
 MAX_RECONCILE_INTERVAL: Final = datetime.timedelta(days=1)
@@ -39,6 +43,8 @@ MIN_RECONCILE_INTERVAL: Final = datetime.timedelta(seconds=30)
 MAX_URL_LENGTH: Final = 1024
 MAX_HOST_LENGTH: Final = 253
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+# More replacements at once than this is a second scale set, not a refresh.
+MAX_REFRESH_SURGE: Final = 50
 
 
 class InvalidConfigError(ValueError):
@@ -92,6 +98,10 @@ class CharmConfig:
     handover_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
     # Zero: no reconcile tick, only hooks (docs/adr/0006-reconcile-tick-timer.md).
     reconcile_interval: datetime.timedelta = datetime.timedelta(minutes=1)
+    # Replacement runners a rolling refresh boots at a time per scale set (ADR 0022).
+    refresh_surge: int = 1
+    # Zero: runners are not checked for being stuck (ADR 0023).
+    runner_stuck_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -209,6 +219,14 @@ def _port(value: Any) -> int:
     return value
 
 
+def _refresh_surge(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number")
+    if not 1 <= value <= MAX_REFRESH_SURGE:
+        raise ValueError(f"must be 1-{MAX_REFRESH_SURGE}")
+    return value
+
+
 def _log_level(value: Any) -> LogLevel:
     if value not in LOG_LEVELS:
         raise ValueError("must be 'debug', 'info', 'warn' or 'error'")
@@ -216,12 +234,20 @@ def _log_level(value: Any) -> LogLevel:
 
 
 def _up_to_a_week(value: Any) -> datetime.timedelta:
-    # A drain or a wait for capacity longer than a week never ends in practice.
+    # A wait for capacity longer than a week never ends in practice.
+    return parse_duration(_text(value), MAX_WAIT)
+
+
+def _drain_timeout(value: Any) -> datetime.timedelta:
     return parse_duration(_text(value), MAX_DRAIN_TIMEOUT)
 
 
 def _handover_grace(value: Any) -> datetime.timedelta:
     return parse_duration(_text(value), MAX_HANDOVER_GRACE)
+
+
+def _stuck_timeout(value: Any) -> datetime.timedelta:
+    return parse_duration(_text(value), MAX_WAIT, zero=True)
 
 
 def _interval(value: Any) -> datetime.timedelta:
@@ -257,10 +283,12 @@ _OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
     "external-url": ("external_url", _url),
     "port": ("port", _port),
     "log-level": ("log_level", _log_level),
-    "drain-timeout": ("drain_timeout", _up_to_a_week),
+    "drain-timeout": ("drain_timeout", _drain_timeout),
     "handover-grace": ("handover_grace", _handover_grace),
     "handover-timeout": ("handover_timeout", _up_to_a_week),
     "reconcile-interval": ("reconcile_interval", _interval),
+    "refresh-surge": ("refresh_surge", _refresh_surge),
+    "runner-stuck-timeout": ("runner_stuck_timeout", _stuck_timeout),
 }
 
 

@@ -526,6 +526,8 @@ def reconcile_settings(config: CharmConfig) -> ReconcileSettings:
         handover_grace=config.handover_grace,
         drain_timeout=config.drain_timeout,
         handover_timeout=config.handover_timeout,
+        refresh_surge=config.refresh_surge,
+        runner_stuck_timeout=config.runner_stuck_timeout or None,
     )
 
 

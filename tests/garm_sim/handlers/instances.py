@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from garm_sim.errors import bad_request, not_found
+from garm_sim.errors import bad_request, not_found, server_error
 from garm_sim.model import DELETABLE_STATUSES, Instance
 from garm_sim.routing import EMPTY, Request, Response, Route
 from garm_sim.serialise import instance_json
@@ -38,11 +38,15 @@ def delete_instance(request: Request) -> Response:
     """Mark an instance for deletion; it disappears at the next simulator tick.
 
     GARM only deletes runners that are running, errored or already being deleted; a runner
-    still being created (`pending_create`) is refused with 400.
+    still being created (`pending_create`) is refused with 400. Unforced, GARM first removes
+    the runner at GitHub, which refuses one running a job, and GARM answers with that error
+    (garm-behaviour B32).
     """
     instance = _instance(request)
     if instance.status not in DELETABLE_STATUSES:
         raise bad_request(_NOT_DELETABLE)
+    if not request.flag("forceRemove") and instance.runner_status == "active":
+        raise server_error()
     instance.status = "pending_force_delete" if request.flag("forceRemove") else "pending_delete"
     instance.updated_at = request.state.clock.stamp()
     return Response(200, EMPTY)

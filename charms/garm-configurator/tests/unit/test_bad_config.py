@@ -70,6 +70,8 @@ ROWS = (
     Bad("otel-collector-endpoint", "http://s3cret@collector:4317", CREDENTIALS),
     Bad("pre-job-script", "x" * 20000, ("is invalid: must be at most 16384",)),
     Bad("pre-install-scripts", "apt: true", ("is invalid: must be a JSON object",)),
+    Bad("min-idle-schedule", "Mon-Fri 08:00-18:00 Mars/Olympus=6", ("unknown time zone",)),
+    Bad("min-idle-schedule", "Mon-Fri 08:00-18:00 UTC=11", ("more than 'max-runners' (10)",)),
 )
 
 

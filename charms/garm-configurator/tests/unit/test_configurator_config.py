@@ -384,3 +384,35 @@ def test_script_contents_are_never_echoed(valid_config: dict[str, Any], secret_r
 
     assert len(problems) == 1
     assert "ghp_leak" not in problems[0]
+
+
+def test_min_idle_schedule_is_published_in_the_runner_options(
+    valid_config: dict[str, Any], secret_reader: Reader
+):
+    """Arrange: a schedule within max-runners. Act: load. Assert: published as given."""
+    valid_config["min-idle-schedule"] = "Mon-Fri 08:00-18:00 Europe/Berlin=6; default=1"
+
+    config = load_config(valid_config, secret_reader)
+
+    assert config.runner.min_idle_schedule == "Mon-Fri 08:00-18:00 Europe/Berlin=6; default=1"
+
+
+@pytest.mark.parametrize(
+    ("schedule", "words"),
+    [
+        ("Mon-Fri 08:00-18:00 Europe/Berlin", "expected <window>=<count>"),
+        ("Weekdays 08:00-18:00 UTC=2", "days are Mon..Sun"),
+        ("Mon 25:00-26:00 UTC=2", "times are HH:MM"),
+        ("Mon-Fri 08:00-18:00 Nowhere/City=2", "unknown time zone"),
+    ],
+)
+def test_unreadable_schedule_names_the_option(
+    valid_config: dict[str, Any], secret_reader: Reader, schedule: str, words: str
+):
+    """Arrange: a schedule that cannot be read. Act: load. Assert: one problem naming it."""
+    valid_config["min-idle-schedule"] = schedule
+
+    (problem,) = _problems(valid_config, secret_reader)
+
+    assert problem.startswith("config 'min-idle-schedule'")
+    assert words in problem

@@ -1,5 +1,6 @@
 """The relation library on both sides: publishing, and reading untrusted data back."""
 
+import datetime
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -592,3 +593,76 @@ def test_publish_drops_the_runner_section_when_options_return_to_defaults():
     assert changed
     assert after["version"] == "1"
     assert "runner" not in after
+
+
+# Scheduled min idle runners (LIBPATCH 4) -------------------------------------------------------
+
+BERLIN_OFFICE = "Mon-Fri 08:00-18:00 Europe/Berlin=6; default=1"
+
+
+def _utc(text: str) -> datetime.datetime:
+    return datetime.datetime.fromisoformat(text).replace(tzinfo=datetime.UTC)
+
+
+@pytest.mark.parametrize(
+    ("moment", "expected"),
+    [
+        # Winter (UTC+1): 07:30 UTC is 08:30 in Berlin, a Tuesday.
+        ("2026-12-01T07:30:00", (6, "Mon-Fri 08:00-18:00 Europe/Berlin")),
+        ("2026-12-01T06:30:00", (1, "default")),
+        # Summer (UTC+2): 06:30 UTC is 08:30 in Berlin; the window follows local time.
+        ("2026-07-07T06:30:00", (6, "Mon-Fri 08:00-18:00 Europe/Berlin")),
+        ("2026-07-07T16:30:00", (1, "default")),
+        # The Monday after the spring change (29 March 2026): 06:00 UTC is 08:00 CEST.
+        ("2026-03-30T06:00:00", (6, "Mon-Fri 08:00-18:00 Europe/Berlin")),
+        # Saturday.
+        ("2026-12-05T10:00:00", (1, "default")),
+    ],
+)
+def test_schedule_follows_local_time_across_daylight_saving(
+    moment: str, expected: tuple[int, str]
+):
+    """Arrange: Berlin office hours = 6, default 1. Act: evaluate at UTC moments.
+
+    Assert: the value of local Berlin time, summer and winter alike.
+    """
+    schedule = lib.parse_min_idle_schedule(BERLIN_OFFICE)
+
+    assert schedule.at(_utc(moment)) == expected
+
+
+def test_overlapping_windows_take_the_highest_and_overnight_windows_wrap():
+    """Arrange: an all-week window of 2, a Friday window of 5, a Fri night window of 3.
+
+    Act: evaluate on Friday 12:00 UTC and on Saturday 02:00 UTC.
+
+    Assert: 5 (the highest active); Saturday 02:00 is in Friday's 22:00-04:00 window (3).
+    """
+    schedule = lib.parse_min_idle_schedule(
+        "Mon-Sun 09:00-17:00 UTC=2; Fri 10:00-14:00 UTC=5; Fri 22:00-04:00 UTC=3"
+    )
+
+    assert schedule.at(_utc("2026-12-04T12:00:00"))[0] == 5
+    assert schedule.at(_utc("2026-12-05T02:00:00")) == (3, "Fri 22:00-04:00 UTC")
+    assert schedule.highest() == 5
+
+
+def test_schedule_above_max_runners_is_refused_in_a_publication():
+    """Arrange: a version-2 publication whose schedule asks for more than max_runners.
+
+    Act: parse. Assert: invalid, naming min_idle_schedule.
+    """
+    runner = RUNNER | {"min_idle_schedule": "Mon 08:00-09:00 UTC=9999"}
+
+    assert "min_idle_schedule" in _invalid(_databag(version="2", runner=json.dumps(runner)))
+
+
+def test_publications_without_a_schedule_stay_readable():
+    """Arrange: a version-1 databag and a version-2 one from before LIBPATCH 4. Act: parse.
+
+    Assert: both read, with no schedule.
+    """
+    old_v1 = parse_app_data(_databag())
+    old_v2 = parse_app_data(_databag(version="2", runner=json.dumps(RUNNER)))
+
+    assert old_v1.runner.min_idle_schedule == old_v2.runner.min_idle_schedule == ""

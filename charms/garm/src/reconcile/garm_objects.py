@@ -189,6 +189,9 @@ def list_scalesets(
     ]
     by_name = {scaleset.name: scaleset for scaleset in listed}
     changeovers = [_changeover(spec, by_name, runners) for spec in report.specs]
+    windows = {spec.name: spec.min_idle_window for spec in desired.specs}
+    for changeover in changeovers:
+        changeover["min-idle-window"] = windows.get(changeover["scaleset"], "")
     changeovers += [
         {
             "scaleset": None,
@@ -229,6 +232,11 @@ def _changeover(
         "awaiting-runner-until": _utc(spec.awaiting_runner_until),
         "relabel-at": _utc(spec.relabel_at),
         "leftovers": spec.leftovers,
+        "refreshing": spec.refreshing,
+        "outdated-runners": spec.outdated_runners,
+        "busy-outdated-runners": spec.busy_outdated_runners,
+        "stuck-runners-removed": spec.stuck_removed,
+        "stuck-runners-kept": spec.stuck_unremovable,
         "message": spec.message,
         "predecessors": [_predecessor(p, runners) for p in spec.predecessors],
         "generations": generations,

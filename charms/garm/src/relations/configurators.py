@@ -16,6 +16,7 @@ look like "delete everything".
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -50,10 +51,13 @@ def read_configurators(
     model: ops.Model,
     relations: Iterable[ops.Relation],
     debug_env: tuple[tuple[str, str], ...] = (),
+    now: datetime.datetime | None = None,
 ) -> DesiredState:
     """Read each relation's publication and its secrets; never raise for bad remote data.
 
     `debug_env` (the debug-ssh relay's variables) goes to every scale set's runner template.
+    A configurator's min-idle-schedule is evaluated at `now` (default: the current time), so
+    each reconcile (the tick) applies the window's min idle in place.
     """
     # Deferred: the relation library defines pydantic models, whose import and schema building
     # are about a third of a fresh hook's imports; only the leader reads these relations, so
@@ -80,7 +84,7 @@ def read_configurators(
             logger.warning("garm-configurator %s: %s", app_name, error)
             problems.append(f"relation {relation.name}:{relation.id} ({app_name}): {error}")
             continue
-        spec, provider, binding = desired_from(app_name, data, secrets, debug_env)
+        spec, provider, binding = desired_from(app_name, data, secrets, debug_env, now)
         specs.append(spec)
         providers.append(provider)
         bindings.append(binding)
@@ -101,6 +105,7 @@ def desired_from(
     data: interface.GarmConfiguratorData,
     secrets: interface.ConfiguratorSecrets,
     debug_env: tuple[tuple[str, str], ...] = (),
+    now: datetime.datetime | None = None,
 ) -> tuple[ScalesetSpec, OpenStackProvider, EntityBinding]:
     """Turn one validated publication into a spec, its provider and its GitHub binding."""
     scaleset, openstack, app = data.scaleset, data.openstack, data.github_app
@@ -108,6 +113,7 @@ def desired_from(
     kind = EntityKind.ORGANIZATION if scaleset.entity.kind == "org" else EntityKind.REPOSITORY
     entity = EntityRef(kind=kind, name=scaleset.entity.path)
     name = provider_name(app_name)
+    min_idle, window = _min_idle_now(data, now or datetime.datetime.now(datetime.UTC))
     spec = ScalesetSpec(
         name=scaleset.name,
         entity=entity,
@@ -116,7 +122,8 @@ def desired_from(
         image=scaleset.image,
         flavor=scaleset.flavor,
         max_runners=scaleset.max_runners,
-        min_idle_runners=scaleset.min_idle_runners,
+        min_idle_runners=min_idle,
+        min_idle_window=window,
         os_type=scaleset.os_type,
         os_arch=scaleset.os_arch,
         runner_group=scaleset.runner_group,
@@ -146,6 +153,20 @@ def desired_from(
         application=app_name,
     )
     return spec, provider, binding
+
+
+def _min_idle_now(data: interface.GarmConfiguratorData, now: datetime.datetime) -> tuple[int, str]:
+    """The min idle runners the publication asks for at `now`, and the window that says so.
+
+    The library validated the schedule (and that it stays within max runners) when it read the
+    publication, so parsing it again cannot fail.
+    """
+    from charms.garm_configurator.v0 import garm_configurator as interface  # noqa: PLC0415
+
+    text = data.runner.min_idle_schedule
+    if not text:
+        return data.scaleset.min_idle_runners, ""
+    return interface.parse_min_idle_schedule(text).at(now)
 
 
 def runner_config(

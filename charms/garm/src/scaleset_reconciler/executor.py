@@ -50,6 +50,8 @@ from scaleset_reconciler.plan import (
     Plan,
     Prepared,
     ReconcileSettings,
+    RefreshRemoveAction,
+    StuckRemoveAction,
     UpdateAction,
     busy_on_retired,
     entity_key,
@@ -189,7 +191,12 @@ class _Passes:
         """Run one pass; return its report and the scale sets it emptied of finished runners."""
         listed = self.api.list_scalesets()
         grouping = group(self.prepared, listed)
-        wanted = needs(self.prepared, grouping, sweep_orphans=self.sweep_orphans)
+        wanted = needs(
+            self.prepared,
+            grouping,
+            sweep_orphans=self.sweep_orphans,
+            stuck_check=self.settings.runner_stuck_timeout is not None,
+        )
         observed = _observe(self.api, wanted)
         busy = busy_on_retired(grouping, observed)
         if busy and finished_at_github is not None:
@@ -255,7 +262,9 @@ def preview(
     prepared = prepare(specs, settings)
     listed = api.list_scalesets()
     grouping = group(prepared, listed)
-    observed = _observe(api, needs(prepared, grouping, sweep_orphans=sweep_orphans))
+    stuck_check = settings.runner_stuck_timeout is not None
+    wanted = needs(prepared, grouping, sweep_orphans=sweep_orphans, stuck_check=stuck_check)
+    observed = _observe(api, wanted)
     report = plan(
         prepared, grouping, observed, now=now, settings=settings, sweep_orphans=sweep_orphans
     ).report
@@ -312,7 +321,7 @@ class _Executor:
             try:
                 self._execute(action)
             except (GarmApiError, InvalidRequest) as error:
-                if not isinstance(action, ForceRemoveAction):
+                if not isinstance(action, ForceRemoveAction | StuckRemoveAction):
                     self._failed.add(action.owner)
                 self._fail(action.owner, f"{_describe(action)}: {error}", _failure(action, error))
         if self._deleted:
@@ -329,6 +338,15 @@ class _Executor:
             self._create(action)
         elif isinstance(action, UpdateAction):
             self._update(action)
+        elif isinstance(action, RefreshRemoveAction):
+            self._remove_outdated(action)
+        elif isinstance(action, StuckRemoveAction):
+            self._api.delete_instance(action.instance_name, force=True)
+            logger.info(
+                "scale sets: removed stuck runner %r of %r",
+                action.instance_name,
+                action.scaleset_name,
+            )
         elif isinstance(action, ForceRemoveAction):
             self._api.delete_instance(action.instance_name, force=True)
             if action.finished:
@@ -341,6 +359,25 @@ class _Executor:
         else:
             self._api.delete_scaleset(action.scaleset_id)
             self._deleted.append(action)
+
+    def _remove_outdated(self, action: RefreshRemoveAction) -> None:
+        """Remove an idle outdated runner; a refusal (it took a job since) is only noted.
+
+        The next pass lists the runners again and decides anew, so nothing is retried here.
+        """
+        try:
+            self._api.delete_instance(action.instance_name, force=False)
+        except (GarmApiError, InvalidRequest) as error:
+            spec = self._specs.get(action.owner)
+            text = f"kept outdated runner {action.instance_name!r} of {action.scaleset_name!r}"
+            if spec is not None:
+                spec.warnings.append(f"{text}: {error}")
+            return
+        logger.info(
+            "scale sets: removed outdated runner %r of %r (rolling refresh)",
+            action.instance_name,
+            action.scaleset_name,
+        )
 
     def _create(self, action: CreateAction) -> None:
         params = action.params
@@ -490,6 +527,8 @@ _VERBS: dict[type, str] = {
     CreateAction: "create",
     UpdateAction: "update",
     ForceRemoveAction: "remove a runner of",
+    RefreshRemoveAction: "remove a runner of",
+    StuckRemoveAction: "remove a stuck runner of",
     DeleteAction: "delete",
 }
 
@@ -504,7 +543,7 @@ def _describe(action: Action) -> str:
         return f"creating {action.params.name!r}"
     if isinstance(action, UpdateAction):
         return f"updating {action.name!r}"
-    if isinstance(action, ForceRemoveAction):
+    if isinstance(action, ForceRemoveAction | RefreshRemoveAction | StuckRemoveAction):
         return f"removing runner {action.instance_name!r} of {action.scaleset_name!r}"
     return f"deleting {action.name!r}"
 

@@ -22,6 +22,9 @@ list responses (garm-behaviour B16). The charm writes a small JSON object there:
   `delete-retry-at` is when the next delete is sent: the wait doubles with each kept delete.
 - `attempt` (when above 0) says which attempt at its spec's labels this scale set is: its name
   was made with that attempt number (`naming`).
+- `refresh-from` (while a rolling refresh runs, ADR 0022): runners GARM made before this moment
+  are outdated. GARM gives every scale-set runner generation 0 (garm-behaviour, "Runners carry
+  no generation"), so the charm keeps the moment of the change itself.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class Marker:
     delete_failures: int = 0
     delete_retry_at: datetime.datetime | None = None
     attempt: int = 0
+    refresh_from: datetime.datetime | None = None
 
     @property
     def retired(self) -> bool:
@@ -75,6 +79,8 @@ class Marker:
             body["delete-retry-at"] = _format_time(self.delete_retry_at)
         if self.attempt:
             body["attempt"] = self.attempt
+        if self.refresh_from is not None:
+            body["refresh-from"] = _format_time(self.refresh_from)
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
@@ -103,6 +109,7 @@ def parse_marker(extended_state: str) -> Marker | None:
         delete_failures=_count(fields.get("delete-failures")),
         delete_retry_at=_parse_time(fields.get("delete-retry-at")),
         attempt=_count(fields.get("attempt")),
+        refresh_from=_parse_time(fields.get("refresh-from")),
     )
 
 

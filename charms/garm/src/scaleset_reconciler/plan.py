@@ -32,6 +32,13 @@ from scaleset_reconciler.naming import (
 from scaleset_reconciler.naming import live_name as spec_live_name
 from scaleset_reconciler.naming import stem as spec_stem
 from scaleset_reconciler.ownership import claims, held_report, holder, one_spec_per_name
+from scaleset_reconciler.refresh import (
+    DEFAULT_SURGE,
+    RefreshStep,
+    changes_runners,
+    plan_step,
+    raised_counts,
+)
 from scaleset_reconciler.report import (
     Phase,
     PredecessorReport,
@@ -42,6 +49,7 @@ from scaleset_reconciler.report import (
     short_name,
 )
 from scaleset_reconciler.spec import ScalesetSpec
+from scaleset_reconciler.stuck import StuckStep, plan_stuck
 
 # GARM refuses to remove an instance in any other state (garm-behaviour B18).
 FORCEABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
@@ -78,6 +86,11 @@ class ReconcileSettings:
             tries again with a new one (a further attempt); the wait doubles with each attempt,
             up to `MAX_LABEL_RETRY`.
         max_name_length: the longest live name the charm creates.
+        refresh_surge: how many replacement runners a rolling refresh boots at a time per
+            scale set (ADR 0022).
+        runner_stuck_timeout: how long a live scale set's runner may stay in a state that is
+            not final before it is removed (ADR 0023); None: runners are not checked (and a
+            converged pass lists no instances).
     """
 
     handover_grace: datetime.timedelta = datetime.timedelta(seconds=60)
@@ -85,6 +98,8 @@ class ReconcileSettings:
     handover_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
     label_retry: datetime.timedelta = datetime.timedelta(minutes=15)
     max_name_length: int = DEFAULT_MAX_LENGTH
+    refresh_surge: int = DEFAULT_SURGE
+    runner_stuck_timeout: datetime.timedelta | None = None
 
 
 # Actions --------------------------------------------------------------------------------------
@@ -142,7 +157,36 @@ class DeleteAction:
     marker: Marker
 
 
-Action = CreateAction | UpdateAction | ForceRemoveAction | DeleteAction
+@dataclasses.dataclass(frozen=True)
+class RefreshRemoveAction:
+    """Remove one idle outdated runner of a live scale set, unforced (ADR 0022).
+
+    Unforced, GARM first removes the runner at GitHub, which refuses while it runs a job: a
+    runner that took a job since the pass listed it is kept.
+    """
+
+    owner: str
+    scaleset_name: str
+    instance_name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class StuckRemoveAction:
+    """Force-remove one stuck runner of a live scale set (it has no job, ADR 0023)."""
+
+    owner: str
+    scaleset_name: str
+    instance_name: str
+
+
+Action = (
+    CreateAction
+    | UpdateAction
+    | ForceRemoveAction
+    | DeleteAction
+    | RefreshRemoveAction
+    | StuckRemoveAction
+)
 
 
 # Preparing specs ------------------------------------------------------------------------------
@@ -396,7 +440,9 @@ class Needs:
     instances: bool
 
 
-def needs(prepared: Prepared, grouping: Grouping, *, sweep_orphans: bool) -> Needs:
+def needs(
+    prepared: Prepared, grouping: Grouping, *, sweep_orphans: bool, stuck_check: bool = False
+) -> Needs:
     """Return what to fetch: entities and providers only to create, instances only to drain."""
     creating = [
         entry
@@ -417,10 +463,17 @@ def needs(prepared: Prepared, grouping: Grouping, *, sweep_orphans: bool) -> Nee
         awaits_capacity(entry.spec, grouping.families[entry.spec.name])
         for entry in prepared.entries
     )
+    refreshing = any(
+        family.live is not None
+        and family.live.marker is not None
+        and family.live.marker.refresh_from is not None
+        for family in grouping.families.values()
+    )
+    stuck = stuck_check and any(f.live is not None for f in grouping.families.values())
     return Needs(
         entity_kinds=frozenset(entry.spec.entity.kind for entry in creating),
         providers=bool(creating),
-        instances=bool(retired) or retired_orphans or capacity,
+        instances=bool(retired) or retired_orphans or capacity or refreshing or stuck,
     )
 
 
@@ -558,9 +611,18 @@ def plan_spec(
     if family.live is None:
         return _plan_create(entry, family, context, report)
     actions: list[Action] = []
-    update = live_update(spec, family.live, context.now)
+    step = _refresh_step(spec, family, context)
+    update = live_update(spec, family.live, context.now, step, context.settings.refresh_surge)
     if update is not None:
         actions.append(update)
+    actions.extend(_refresh_removals(spec, family.live, step, update))
+    stuck = _stuck_step(spec, family.live, context)
+    actions.extend(
+        StuckRemoveAction(spec.name, family.live.scaleset.name, name) for name in stuck.removals
+    )
+    report.outdated_runners = step.outdated
+    report.busy_outdated_runners = step.busy_outdated
+    report.refreshing = _refresh_from(update, step) is not None
     report.live_name = family.live.scaleset.name
     ready = _plan_live_readiness(spec, family.live, context, report) and _has_capacity(
         spec, family, context, report
@@ -576,7 +638,35 @@ def plan_spec(
         report.predecessors.append(predecessor)
         actions.extend(retire_actions)
     _summarise(report, ready)
+    _report_stuck(report, stuck)
     return report, actions
+
+
+def _stuck_step(spec: ScalesetSpec, live: Member, context: _Context) -> StuckStep:
+    timeout = context.settings.runner_stuck_timeout
+    if timeout is None or live.marker is None:
+        return StuckStep()
+    return plan_stuck(
+        context.observed.runners(live.scaleset.id),
+        now=context.now,
+        timeout=timeout,
+        bootstrap_timeout=datetime.timedelta(minutes=spec.runner_bootstrap_timeout),
+    )
+
+
+def _report_stuck(report: SpecReport, stuck: StuckStep) -> None:
+    """Count the stuck runners; a set whose runners keep failing is Blocked naming the fault."""
+    report.stuck_removed = len(stuck.removals)
+    report.stuck_unremovable = stuck.unremovable
+    if not stuck.failing_fault or report.phase is Phase.BLOCKED:
+        return
+    report.phase = Phase.BLOCKED
+    report.message = (
+        f"the runners of {report.live_name!r} keep failing and none is online; the provider's "
+        f"last fault: {stuck.failing_fault}"
+    )
+    report.status = f"runners keep failing: {stuck.failing_fault}; check image, flavor, provider"
+    report.errors.append(report.message)
 
 
 def _plan_create(
@@ -638,12 +728,20 @@ def _create_prerequisites(spec: ScalesetSpec, observed: Observed) -> tuple[Entit
     return entity, ""
 
 
-def live_update(spec: ScalesetSpec, live: Member, now: datetime.datetime) -> UpdateAction | None:
+def live_update(
+    spec: ScalesetSpec,
+    live: Member,
+    now: datetime.datetime,
+    step: RefreshStep | None = None,
+    surge: int = DEFAULT_SURGE,
+) -> UpdateAction | None:
     """Return the one update that makes the live scale set match `spec`, or None if it does.
 
     Visible fields are compared with what GARM lists; `extra_specs` and the template (lists
     name it only by id) through the marker's config hash. A retired or disabled live scale set (a
-    label change back to an earlier set) is re-enabled with its counts restored.
+    label change back to an earlier set) is re-enabled with its counts restored. A change that
+    leaves the runners outdated starts a rolling refresh (`step`: the one under way), which
+    raises the counts by `surge` until it is over (ADR 0022).
     """
     scaleset, marker = live.scaleset, live.marker
     reenabling = not scaleset.enabled or (marker is not None and marker.retired)
@@ -652,12 +750,19 @@ def live_update(spec: ScalesetSpec, live: Member, now: datetime.datetime) -> Upd
     hidden_differs = marker is None or marker.config != hidden
     if hidden_differs:
         fields["extra_specs"] = dict(spec.extra_specs)
+    refresh_from = step.refresh_from if step is not None else None
+    if marker is not None and not reenabling and changes_runners(fields):
+        refresh_from = now
+    if refresh_from is not None:
+        raised = raised_counts(spec.min_idle_runners, spec.max_runners, surge)
+        _set_counts(fields, scaleset, raised)
     wanted_marker = Marker(
         logical=spec.name,
         config=hidden,
         enabled_at=now if reenabling else (marker.enabled_at if marker else None),
         attempt=attempt_of(live),
         application=spec.application,
+        refresh_from=refresh_from,
     )
     if wanted_marker != marker:
         fields["extended_state"] = wanted_marker.render()
@@ -672,6 +777,50 @@ def live_update(spec: ScalesetSpec, live: Member, now: datetime.datetime) -> Upd
         template_name=spec.template_name,
         os_type=spec.os_type,
     )
+
+
+def _set_counts(fields: dict[str, Any], scaleset: ScaleSet, counts: tuple[int, int]) -> None:
+    """Ask for `counts` (min idle, max) instead of the spec's, sent only when GARM differs."""
+    fields.pop("min_idle_runners", None)
+    fields.pop("max_runners", None)
+    if (scaleset.min_idle_runners, scaleset.max_runners) != counts:
+        fields["min_idle_runners"], fields["max_runners"] = counts
+
+
+def _refresh_step(spec: ScalesetSpec, family: Family, context: _Context) -> RefreshStep:
+    """The refresh of the live scale set this pass: it removes only while the set serves."""
+    live = family.live
+    if live is None or live.marker is None:
+        return RefreshStep()
+    serving = (
+        live.scaleset.enabled
+        and not live.marker.retired
+        and all(m.marker is not None and m.marker.retired for m in family.predecessors)
+    )
+    return plan_step(
+        context.observed.runners(live.scaleset.id),
+        live.marker.refresh_from,
+        min_idle=spec.min_idle_runners,
+        surge=context.settings.refresh_surge,
+        serving=serving,
+    )
+
+
+def _refresh_from(update: UpdateAction | None, step: RefreshStep) -> datetime.datetime | None:
+    """The `refresh-from` the live scale set's marker carries after this pass."""
+    if update is None or update.update.extended_state is None:
+        return step.refresh_from
+    marker = parse_marker(update.update.extended_state)
+    return marker.refresh_from if marker is not None else None
+
+
+def _refresh_removals(
+    spec: ScalesetSpec, live: Member, step: RefreshStep, update: UpdateAction | None
+) -> list[Action]:
+    """Remove the step's runners, unless this pass's update starts a new refresh."""
+    if _refresh_from(update, step) != step.refresh_from:
+        return []
+    return [RefreshRemoveAction(spec.name, live.scaleset.name, name) for name in step.removals]
 
 
 def _visible_differences(spec: ScalesetSpec, scaleset: ScaleSet) -> dict[str, Any]:
@@ -944,5 +1093,7 @@ def _summarise(report: SpecReport, ready: bool) -> None:
         return
     order = (Phase.HANDING_OVER, Phase.FORCING, Phase.DRAINING, Phase.DELETING)
     report.phase = next((p for p in order if p in phases), Phase.ACTIVE)
+    if report.phase is Phase.ACTIVE and report.refreshing:
+        report.phase = Phase.REFRESHING
     if not ready:
         report.phase = Phase.CREATING

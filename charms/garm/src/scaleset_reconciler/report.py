@@ -24,6 +24,8 @@ class Phase(enum.StrEnum):
     DRAINING = "draining"
     FORCING = "forcing"
     DELETING = "deleting"
+    # Idle runners made before an in-place change are being replaced (ADR 0022).
+    REFRESHING = "refreshing"
     ACTIVE = "active"
     BLOCKED = "blocked"
     SKIPPED = "skipped"
@@ -38,7 +40,14 @@ NAME_LIMIT = 24
 
 # Phases in which the spec is mid-changeover and `juju status` names it.
 CHANGEOVER_PHASES = frozenset(
-    {Phase.CREATING, Phase.HANDING_OVER, Phase.DRAINING, Phase.FORCING, Phase.DELETING}
+    {
+        Phase.CREATING,
+        Phase.HANDING_OVER,
+        Phase.DRAINING,
+        Phase.FORCING,
+        Phase.DELETING,
+        Phase.REFRESHING,
+    }
 )
 
 
@@ -79,6 +88,13 @@ class SpecReport:
     # Names GitHub still holds a scale set of (create answered 409), so another name was used.
     leftovers: list[str] = dataclasses.field(default_factory=list[str])
     jobs_stopped: int = 0
+    # Rolling refresh (ADR 0022): whether one runs, and the live set's runners made before it.
+    refreshing: bool = False
+    outdated_runners: int = 0
+    busy_outdated_runners: int = 0
+    # Stuck runners of the live set (ADR 0023): removed this pass, and those GARM keeps.
+    stuck_removed: int = 0
+    stuck_unremovable: int = 0
     message: str = ""
     # The Blocked text for `juju status` when `message` is too long for it.
     status: str = ""
@@ -262,6 +278,8 @@ def _phase_text(spec: SpecReport) -> str:
     runners = spec.draining_runners
     if spec.phase is Phase.CREATING:
         return _creating_text(spec)
+    if spec.phase is Phase.REFRESHING:
+        return _refreshing_text(spec.outdated_runners)
     if spec.phase is Phase.HANDING_OVER:
         return "handing over"
     if spec.phase is Phase.FORCING:
@@ -272,6 +290,13 @@ def _phase_text(spec: SpecReport) -> str:
         deadline = f" (deadline {clock_time(spec.deadline)})" if spec.deadline else ""
         return f"draining {_runners(runners)}{deadline}"
     return "deleting old scale set"
+
+
+def _refreshing_text(outdated: int) -> str:
+    """Before the first pass that lists the runners, their count is not known yet."""
+    if not outdated:
+        return "refreshing runners"
+    return f"refreshing {outdated} outdated {'runner' if outdated == 1 else 'runners'}"
 
 
 def _creating_text(spec: SpecReport) -> str:

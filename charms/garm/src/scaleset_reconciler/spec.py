@@ -50,3 +50,6 @@ class ScalesetSpec:
     extra_specs: Mapping[str, Any] = dataclasses.field(default_factory=dict[str, Any])
     template_name: str | None = None
     application: str = ""
+    # The configurator's min-idle-schedule window that set `min_idle_runners` ("" without a
+    # schedule, "default" outside every window).
+    min_idle_window: str = ""

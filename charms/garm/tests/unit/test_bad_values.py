@@ -136,7 +136,7 @@ CONFIG_ROWS = (
     Bad("port", 80, ("port", "1024-65535", "unprivileged")),
     Bad("port", 65536, ("port", "1024-65535")),
     Bad("log-level", "verbose", ("log-level", "'debug', 'info', 'warn' or 'error'")),
-    Bad("drain-timeout", "169h", ("drain-timeout", "at most 168h")),
+    Bad("drain-timeout", "145h", ("drain-timeout", "at most 144h")),
     Bad("drain-timeout", "9" * 30 + "h", ("drain-timeout", "duration such as 7h")),
     Bad("handover-grace", "25h", ("handover-grace", "at most 24h")),
     Bad("handover-grace", "0s", ("handover-grace", "longer than zero")),
@@ -146,6 +146,8 @@ CONFIG_ROWS = (
     Bad("reconcile-interval", "-1m", ("reconcile-interval", "duration such as 7h")),
     Bad("reconcile-interval", "1s", ("reconcile-interval", "0 or at least 30s")),
     Bad("reconcile-interval", "29s", ("reconcile-interval", "0 or at least 30s")),
+    Bad("refresh-surge", 0, ("refresh-surge", "1-50")),
+    Bad("runner-stuck-timeout", "169h", ("runner-stuck-timeout", "at most 168h")),
 )
 
 
@@ -272,6 +274,7 @@ RELATION_ROWS = (
     ),
     Bad("runner.pre_job_script", "echo\x00", ("runner.pre_job_script: must be at most 16384",)),
     Bad("runner.pre_install_scripts", {".hidden": "true"}, ("script names must be 1-64",)),
+    Bad("runner.min_idle_schedule", "Mon 08:00-09:00 Mars/Olympus=1", ("unknown time zone",)),
 )
 
 
@@ -636,8 +639,9 @@ def test_every_debug_ssh_field_has_a_row():
 def test_bad_debug_ssh_field_is_logged_and_changes_nothing(
     row: Bad, serving: Serving, sim: GarmSim, workload: RecordingWorkload
 ):
-    """Arrange: the leader serves `small` and `large` with a valid relay on debug-ssh.
+    """Arrange: the leader serves `small` and `large` with a valid relay, runners refreshed.
 
+    The new templates' rolling refresh of the runners has finished.
     Act: the relay's unit publishes the bad value; relation-changed.
     Assert: a warning names the relation, the unit and the field; the status is as before;
     no write reached GARM (the runners keep the relay they had).
@@ -648,6 +652,11 @@ def test_bad_debug_ssh_field_is_logged_and_changes_nothing(
     with_relay = ctx.run(ctx.on.relation_changed(relay, remote_unit=0), state)
     sim.clock.advance(1.1)
     with_relay = ctx.run(ctx.on.update_status(), with_relay)
+    for _ in range(10):
+        if "refreshing" not in with_relay.unit_status.message:
+            break
+        sim.advance(61)
+        with_relay = ctx.run(ctx.on.update_status(), with_relay)
     before = _garm_objects(sim)
     sim.reset_log()
     data = {k: v for k, v in RELAY.items() if k != row.name}

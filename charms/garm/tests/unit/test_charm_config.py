@@ -25,6 +25,8 @@ def test_defaults_are_valid():
             "handover-grace": "60s",
             "reconcile-interval": "1m",
             "handover-timeout": "30m",
+            "refresh-surge": 1,
+            "runner-stuck-timeout": "30m",
         }
     )
 
@@ -33,6 +35,8 @@ def test_defaults_are_valid():
     assert config.handover_timeout == datetime.timedelta(minutes=30)
     assert config.drain_timeout == datetime.timedelta(hours=7)
     assert config.handover_grace == datetime.timedelta(seconds=60)
+    assert config.refresh_surge == 1
+    assert config.runner_stuck_timeout == datetime.timedelta(minutes=30)
     assert config.base_url("10.1.2.3") == "http://10.1.2.3:9997"
 
 
@@ -83,6 +87,9 @@ def test_zero_reconcile_interval_means_hooks_only(text: str):
         ({"reconcile-interval": "1d"}, "reconcile-interval"),
         ({"handover-timeout": "0"}, "handover-timeout"),
         ({"reconcile-interval": ""}, "reconcile-interval"),
+        ({"refresh-surge": 0}, "refresh-surge"),
+        ({"refresh-surge": 51}, "refresh-surge"),
+        ({"runner-stuck-timeout": "1d"}, "runner-stuck-timeout"),
     ],
 )
 def test_bad_values_name_the_option(raw: dict[str, object], option: str):
@@ -98,8 +105,8 @@ def test_bad_values_name_the_option(raw: dict[str, object], option: str):
     ("option", "value", "reason"),
     [
         ("drain-timeout", "9999999999999999999999h", "must be a duration such as 7h"),
-        ("drain-timeout", "999999999h", "must be at most 168h"),
-        ("drain-timeout", "169h", "must be at most 168h"),
+        ("drain-timeout", "999999999h", "must be at most 144h"),
+        ("drain-timeout", "145h", "must be at most 144h"),
         ("drain-timeout", "1" * 5000 + "s", "must be a duration such as 7h"),
         ("handover-grace", "25h", "must be at most 24h"),
         ("handover-grace", "999999999s", "must be at most 24h"),
@@ -132,7 +139,7 @@ def test_out_of_bounds_values_say_what_to_do(option: str, value: str, reason: st
 @pytest.mark.parametrize(
     ("option", "value"),
     [
-        ("drain-timeout", "168h"),
+        ("drain-timeout", "144h"),
         ("handover-grace", "24h"),
         ("external-url", "https://garm.example.com:8443/prefix"),
         ("external-url", "http://[fd00::5]:9997"),

@@ -481,6 +481,11 @@ class ScalesetMachine(RuleBasedStateMachine):
             )
 
     @invariant()
+    def refresh_removes_only_idle_runners(self) -> None:
+        """A rolling refresh (an unforced remove) never touches a runner with a job."""
+        assert all(removed.runner_status == "idle" for removed in self.garm.removed)
+
+    @invariant()
     def hand_made_untouched(self) -> None:
         """Hand-made scale sets are never written to."""
         touched = [

@@ -296,28 +296,35 @@ def test_delete_kept_by_garm_is_retried_with_backoff_then_blocked():
 def test_mutable_change_updates_only_the_differing_fields():
     """Arrange: a converged spec. Act: change image and max runners, run a pass.
 
-    Assert: one PUT carrying exactly image, min and max; no new scale set.
+    Assert: one PUT carrying exactly image, min and max (raised by the refresh surge) and the
+    marker starting the refresh; no new scale set; with no runners to replace, the next pass
+    ends the refresh (counts back) and the one after writes nothing.
     """
     garm = MemoryGarm()
     converge(garm, [make_spec()])
     garm.calls.clear()
+    changed = make_spec(image="ubuntu:24.04", max_runners=5)
 
-    report = run(garm, [make_spec(image="ubuntu:24.04", max_runners=5)])
+    report = run(garm, [changed])
 
     assert len(garm.writes()) == 1
     update = garm.writes()[0][1][1]
     assert isinstance(update, ScaleSetUpdate)
     sent = {f.name for f in dataclasses.fields(update) if getattr(update, f.name) is not None}
-    assert sent == {"image", "min_idle_runners", "max_runners"}
+    assert sent == {"image", "min_idle_runners", "max_runners", "extended_state"}
+    assert (update.min_idle_runners, update.max_runners) == (1, 6)
     assert garm.by_name(live_name(make_spec())).image == "ubuntu:24.04"
-    assert report.spec("small").phase is Phase.ACTIVE
-    assert run(garm, [make_spec(image="ubuntu:24.04", max_runners=5)]).writes == 0
+    assert report.spec("small").phase is Phase.REFRESHING
+    assert run(garm, [changed]).spec("small").phase is Phase.ACTIVE
+    assert garm.by_name(live_name(changed)).max_runners == 5
+    assert run(garm, [changed]).writes == 0
 
 
 def test_extra_specs_and_template_changes_are_seen_through_the_marker():
     """Arrange: a converged spec. Act: set extra specs and a template by name.
 
-    Assert: one PUT with extra_specs, the template's id and the new marker; then converged.
+    Assert: one PUT with extra_specs, the template's id and the new marker; then converged
+    once the refresh it started ends (no runners to replace).
     """
     garm = MemoryGarm()
     garm.templates.append({"id": 7, "name": "mine", "os_type": "linux", "owner_id": "admin"})
@@ -332,6 +339,7 @@ def test_extra_specs_and_template_changes_are_seen_through_the_marker():
     assert update.extra_specs == {"disk": 20}
     assert update.template_id == 7
     assert garm.rows[garm.by_name(live_name(changed)).id].extra_specs == {"disk": 20}
+    run(garm, [changed])
     assert run(garm, [changed]).writes == 0
 
 

@@ -55,9 +55,11 @@ Error texts never contain secret values nor echo the offending input.
 
 import base64
 import binascii
+import datetime
 import ipaddress
 import json
 import re
+import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Final, Literal, Self, TypeVar
@@ -527,6 +529,133 @@ ScriptName = Annotated[str, AfterValidator(check_script_name)]
 
 _M = TypeVar("_M", bound=BaseModel)
 
+# Scheduled min idle runners (LIBPATCH 4) ------------------------------------------------------
+
+_DAYS: Final = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_WINDOW = re.compile(
+    r"^(?P<days>[A-Za-z,-]+)\s+(?P<start>\d{2}:\d{2})-(?P<end>\d{2}:\d{2})\s+(?P<zone>\S+)$"
+)
+MAX_SCHEDULE_WINDOWS: Final = 20
+
+
+@dataclass(frozen=True)
+class MinIdleWindow:
+    """Min idle runners on some weekdays between two local times of a time zone.
+
+    `end` at or before `start` runs past midnight into the next day (which need not be listed).
+    """
+
+    days: frozenset[int]
+    start: datetime.time
+    end: datetime.time
+    zone: str
+    value: int
+    text: str
+
+    def active(self, now: datetime.datetime) -> bool:
+        """Whether `now` (aware) falls in the window, in the window's own local time."""
+        local = now.astimezone(zoneinfo.ZoneInfo(self.zone))
+        clock = local.time().replace(tzinfo=None)
+        if self.start < self.end:
+            return local.weekday() in self.days and self.start <= clock < self.end
+        if clock >= self.start:
+            return local.weekday() in self.days
+        return clock < self.end and (local.weekday() - 1) % 7 in self.days
+
+
+@dataclass(frozen=True)
+class MinIdleSchedule:
+    """Min idle runners by time of day: the highest active window's value, else `default`."""
+
+    windows: tuple[MinIdleWindow, ...]
+    default: int
+
+    def at(self, now: datetime.datetime) -> tuple[int, str]:
+        """The min idle runners at `now` and the active window's text ("default" if none)."""
+        active = [window for window in self.windows if window.active(now)]
+        if not active:
+            return self.default, "default"
+        best = max(active, key=lambda window: window.value)
+        return best.value, best.text
+
+    def highest(self) -> int:
+        """The largest min idle the schedule can ask for."""
+        return max([self.default, *(window.value for window in self.windows)])
+
+
+def check_min_idle_schedule(text: str) -> str:
+    """Validate a schedule (see `parse_min_idle_schedule`; "" is none); return it stripped."""
+    if text.strip():
+        parse_min_idle_schedule(text)
+    return text.strip()
+
+
+def parse_min_idle_schedule(text: str) -> MinIdleSchedule:
+    """Parse `Mon-Fri 08:00-18:00 Europe/Berlin=6; Sat 10:00-14:00 UTC=2; default=1`.
+
+    Entries are separated by `;`. A window is weekdays (`Mon`, `Mon-Fri`, `Sat,Sun`), a local
+    time range `HH:MM-HH:MM` (past midnight when the end is not after the start) and an IANA
+    time zone, then `=` and the min idle runners. `default=N` (0 when absent) applies outside
+    every window; where windows overlap, the highest value applies. Times are local wall-clock
+    times, so a window keeps its local hours across daylight-saving changes.
+
+    Raises:
+        ValueError: the text does not follow this form; the message names the entry by its
+            position, never echoing the input.
+    """
+    entries = [entry.strip() for entry in text.split(";") if entry.strip()]
+    if not entries:
+        raise ValueError("the schedule is empty")
+    if len(entries) > MAX_SCHEDULE_WINDOWS + 1:
+        raise ValueError(f"at most {MAX_SCHEDULE_WINDOWS} windows")
+    windows: list[MinIdleWindow] = []
+    default = 0
+    for number, entry in enumerate(entries, start=1):
+        head, equals, count = entry.rpartition("=")
+        if not equals or not count.strip().isdigit():
+            raise ValueError(f"entry {number}: expected <window>=<count> or default=<count>")
+        value = int(count.strip())
+        if value > MAX_RUNNERS_LIMIT:
+            raise ValueError(f"entry {number}: at most {MAX_RUNNERS_LIMIT} runners")
+        if head.strip().lower() == "default":
+            default = value
+            continue
+        windows.append(_window(head.strip(), value, number))
+    if len(windows) > MAX_SCHEDULE_WINDOWS:
+        raise ValueError(f"at most {MAX_SCHEDULE_WINDOWS} windows")
+    return MinIdleSchedule(tuple(windows), default)
+
+
+def _window(text: str, value: int, number: int) -> MinIdleWindow:
+    match = _WINDOW.match(text)
+    if match is None:
+        raise ValueError(f"entry {number}: expected e.g. 'Mon-Fri 08:00-18:00 UTC=2'")
+    try:
+        start = datetime.time.fromisoformat(match["start"])
+        end = datetime.time.fromisoformat(match["end"])
+    except ValueError:
+        raise ValueError(f"entry {number}: times are HH:MM, 00:00-23:59") from None
+    try:
+        zoneinfo.ZoneInfo(match["zone"])
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"entry {number}: unknown time zone") from None
+    days = _days(match["days"], number)
+    return MinIdleWindow(days, start, end, match["zone"], value, text)
+
+
+def _days(spec: str, number: int) -> frozenset[int]:
+    days: set[int] = set()
+    for part in spec.lower().split(","):
+        first, _, last = part.partition("-")
+        if first not in _DAYS or (last and last not in _DAYS):
+            raise ValueError(f"entry {number}: days are Mon..Sun, e.g. Mon-Fri or Sat,Sun")
+        start, end = _DAYS.index(first), _DAYS.index(last or first)
+        days.update((start + offset) % 7 for offset in range((end - start) % 7 + 1))
+    return frozenset(days)
+
+
+MinIdleScheduleText = Annotated[str, AfterValidator(check_min_idle_schedule)]
+
 
 class _Model(BaseModel):
     # Strict and closed: any field this version does not define is an error, not a guess.
@@ -665,6 +794,9 @@ class RunnerOptions(BaseModel):
     pre_install_scripts: dict[ScriptName, Script] = Field(
         default_factory=dict[str, str], max_length=MAX_PRE_INSTALL_SCRIPTS
     )
+    # LIBPATCH 4: min idle runners by time of day (`parse_min_idle_schedule`); "" for none. An
+    # older reader ignores it and keeps the scale set's min_idle_runners.
+    min_idle_schedule: MinIdleScheduleText = ""
 
     def is_default(self) -> bool:
         """Whether nothing is set, so a version-1 publication says the same."""
@@ -835,6 +967,9 @@ def parse_app_data(databag: Mapping[str, str]) -> GarmConfiguratorData:
         runner = _parse_section(databag, RUNNER_KEY, RunnerOptions, problems)
     if scaleset is None or openstack is None or github_app is None or runner is None:
         raise InvalidDataError("; ".join(problems))
+    schedule = runner.min_idle_schedule
+    if schedule and parse_min_idle_schedule(schedule).highest() > scaleset.max_runners:
+        raise InvalidDataError("runner.min_idle_schedule asks for more than max_runners")
     return GarmConfiguratorData(
         scaleset=scaleset, openstack=openstack, github_app=github_app, runner=runner
     )
