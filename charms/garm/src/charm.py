@@ -37,8 +37,8 @@ from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
 from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
 from relations.database import Database
-from workload.backup import restore_problem
 from scaleset_reconciler.refresh_request import UnknownScaleset, request_refresh
+from workload.backup import restore_problem
 from workload.host import WorkloadError
 from workload.machine import Workload
 from workload.tick import ReconcileTick, TickError, TickSchedule

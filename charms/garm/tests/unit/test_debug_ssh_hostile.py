@@ -89,6 +89,12 @@ def test_a_new_leader_keeps_the_last_valid_relay(
     with_relay = ctx.run(ctx.on.relation_changed(relay, remote_unit=0), state)
     sim.clock.advance(1.1)
     with_relay = ctx.run(ctx.on.update_status(), with_relay)
+    # The template change starts a rolling refresh of the runners (ADR 0022): let it finish.
+    for _ in range(10):
+        if "refreshing" not in with_relay.unit_status.message:
+            break
+        sim.advance(61)
+        with_relay = ctx.run(ctx.on.update_status(), with_relay)
     given = _garm_objects(sim)
     assert given != serving.garm  # the relay reached the runners' templates
     kept = with_relay.get_relation(peers.id).local_app_data[debug_ssh.KEPT_KEY]
