@@ -29,6 +29,8 @@ import yaml
 STATE = Path("instances.json")
 ENVIRONMENT_LOG = Path("environment.jsonl")
 FAKE_PROVIDER_DIR = "."
+# The `image_visibility` values garm-provider-openstack's config validation accepts.
+IMAGE_VISIBILITIES = ("public", "private", "community", "shared", "all")
 
 # What a runner does once its VM booted: the last steps of GARM's runner install script. It
 # trusts only the CA bundle GARM sent (`ca-cert-bundle`, base64), as cloud-init would install it
@@ -78,6 +80,10 @@ def check_files() -> None:
     missing = [key for key in ("auth_url", "username", "password") if not auth.get(key)]
     if missing or not config.get("network_id"):
         sys.exit(f"unusable provider config: missing {missing or 'network_id'}")
+    if config.get("image_visibility", "") not in ("", *IMAGE_VISIBILITIES):
+        sys.exit(
+            f"error validating config: invalid image_visibility: {config['image_visibility']}"
+        )
 
 
 def boot_runner(bootstrap: str) -> None:

@@ -37,6 +37,24 @@ DOMAIN = {"id": "default", "name": "Default"}
 
 
 @dataclasses.dataclass(frozen=True)
+class GlanceImage:
+    """One Glance image and who sees it.
+
+    Attributes:
+        name: the image's name.
+        visibility: `public`, `private`, `shared` or `community` (Glance v2's four).
+        owner: the owning project's id; another id than `PROJECT_ID` is another project's.
+        member_status: this project's membership of another project's `shared` image
+            (`accepted`, `pending`, `rejected`), None when it is no member.
+    """
+
+    name: str
+    visibility: str = "public"
+    owner: str = PROJECT_ID
+    member_status: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Cloud:
     """What the fake cloud holds before any server: the account and the resources by name.
 
@@ -45,7 +63,8 @@ class Cloud:
         password: that user's password; anything else is 401.
         project_name: the only project.
         flavors: flavor names (ids are generated).
-        images: image names (ids are generated; public, active, Ubuntu 24.04 properties).
+        images: the images, unique by name: a plain name is public and the project's own (ids
+            are generated; active, Ubuntu 24.04 properties).
         networks: network names (ids are generated).
     """
 
@@ -53,7 +72,7 @@ class Cloud:
     password: str
     project_name: str = "ci"
     flavors: tuple[str, ...] = ("m1.small",)
-    images: tuple[str, ...] = ("ubuntu-24.04",)
+    images: tuple[str | GlanceImage, ...] = ("ubuntu-24.04",)
     networks: tuple[str, ...] = ("runners-net",)
 
 
@@ -117,7 +136,11 @@ class FakeOpenStack(LoopbackServer):
         self.servers: dict[str, Server] = {}
         self.tokens: set[str] = set()
         self.flavors = {name: _flavor(index, name) for index, name in enumerate(cloud.flavors)}
-        self.images = {name: _image(name) for name in cloud.images}
+        self.glance_images = {
+            image.name: image
+            for image in (GlanceImage(i) if isinstance(i, str) else i for i in cloud.images)
+        }
+        self.images = {name: _image(image) for name, image in self.glance_images.items()}
         self.networks = {name: _network(name) for name in cloud.networks}
         self.lock = threading.RLock()
 
@@ -420,11 +443,12 @@ class FakeOpenStack(LoopbackServer):
             query = {key: values[-1] for key, values in request.query.items()}
             found = [
                 image
-                for image in self.images.values()
-                if all(
+                for name, image in self.images.items()
+                if _listed(self.glance_images[name], query)
+                and all(
                     image.get(key) == value
                     for key, value in query.items()
-                    if key in ("name", "visibility", "status")
+                    if key in ("name", "status")
                 )
             ]
             return (
@@ -433,7 +457,16 @@ class FakeOpenStack(LoopbackServer):
                 {},
             )
         if request.method == "GET" and (found_id := re.fullmatch(r"/images/([^/]+)", path)):
-            image = next((i for i in self.images.values() if i["id"] == found_id[1]), None)
+            # By id Glance shows any image the project sees, whatever its membership's status.
+            seen = {"visibility": "all", "member_status": "all"}
+            image = next(
+                (
+                    image
+                    for name, image in self.images.items()
+                    if image["id"] == found_id[1] and _listed(self.glance_images[name], seen)
+                ),
+                None,
+            )
             if image is None:
                 return _not_found(request.path)
             return 200, image, {}
@@ -490,14 +523,34 @@ def _flavor(index: int, name: str) -> dict[str, Any]:
     }
 
 
-def _image(name: str) -> dict[str, Any]:
+def _listed(image: GlanceImage, query: dict[str, str]) -> bool:
+    """Whether Glance v2 lists `image` to this project (a regular user) for `query`.
+
+    What the project sees: public and community images, its own whatever their visibility,
+    and others' shared images it is a member of with `member_status` (`accepted` unless the
+    query says; `all` for any). `visibility=all` keeps all of them; another visibility keeps
+    those with exactly that one; no visibility drops community images of other projects.
+    """
+    member_status = query.get("member_status", "accepted")
+    own = image.owner == PROJECT_ID
+    member = image.member_status is not None and member_status in ("all", image.member_status)
+    if not (image.visibility in ("public", "community") or own or member):
+        return False
+    visibility = query.get("visibility")
+    if visibility is None:
+        return own or image.visibility != "community"
+    return visibility in ("all", image.visibility)
+
+
+def _image(image: GlanceImage) -> dict[str, Any]:
+    name = image.name
     image_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"image/{name}"))
     return {
         "id": image_id,
         "name": name,
         "status": "active",
-        "visibility": "public",
-        "owner": PROJECT_ID,
+        "visibility": image.visibility,
+        "owner": image.owner,
         "protected": False,
         "os_hidden": False,
         "checksum": "0" * 32,

@@ -40,6 +40,10 @@ PROXY_VARIABLES: Final = (
 JWT_TIME_TO_LIVE: Final = "8760h"
 # Never sent through a proxy, whatever the model says: GARM's own API, on this machine.
 LOOPBACK_NO_PROXY: Final = ("127.0.0.1", "localhost", "::1")
+# Which Glance images garm-provider-openstack finds by name (garm-behaviour O1/O3). Its default,
+# `public`, misses the project's own images (an image builder uploads them `private` or
+# `shared`); `all` is the one value that lists them and public ones alike.
+IMAGE_VISIBILITY: Final = "all"
 
 # A rendered file: its content, its mode and whether the garm user owns it.
 RenderedFile = tuple[bytes, int, bool]
@@ -269,6 +273,7 @@ def render_provider_config(provider: OpenStackProvider, paths: Paths) -> str:
             "cloud": provider.name,
             # A name or an id: the provider resolves either (GetNetwork in its client package).
             "network_id": provider.network,
+            "image_visibility": IMAGE_VISIBILITY,
             "credentials": {"clouds": str(paths.provider_clouds(provider.name))},
         }
     )

@@ -580,7 +580,8 @@ def test_stale_provider_symlink_is_removed_without_following_it(
 def test_provider_files_point_at_each_other(installed: Workload):
     """Arrange: one provider. Act: apply.
 
-    Assert: the provider's config names its cloud and clouds.yaml, which holds the credentials.
+    Assert: the provider's config names its cloud and clouds.yaml, which holds the credentials,
+    and looks images up among all the project sees (its private ones too, not only public).
     """
     installed.apply(config())
 
@@ -589,6 +590,7 @@ def test_provider_files_point_at_each_other(installed: Workload):
     assert provider_config == {
         "cloud": "openstack-small",
         "network_id": "runners-net",
+        "image_visibility": "all",
         "credentials": {"clouds": str(paths.provider_clouds("openstack-small"))},
     }
     clouds = yaml.safe_load(paths.provider_clouds("openstack-small").read_text())
