@@ -132,6 +132,9 @@ def with_peers(walk: Walk) -> None:
     """The peer relation Juju always gives a unit (the pause lives in its app data)."""
     peers = testing.PeerRelation("garm-peers")
     walk.state = dataclasses.replace(walk.state, relations={*walk.state.relations, peers})
+    # The first hook with it takes GARM's lease; GARM runs from the next (ADR 0019).
+    walk.hook(walk.ctx.on.update_status())
+    walk.hook(walk.ctx.on.update_status())
 
 
 def run_action(walk: Walk, action: str, **params: Any) -> dict[str, Any]:
