@@ -137,6 +137,32 @@ class RealGarm:
         if self._own_github:
             self.github.stop()
 
+    def restart(self) -> None:
+        """Stop GARM alone and start it again on the same port (state and fake GitHub kept).
+
+        Raises:
+            RuntimeError: when GARM does not serve again.
+        """
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=10)
+            self._process = None
+        self._launch(same_config=True)
+        deadline = time.monotonic() + START_TIMEOUT
+        # Once initialised, GARM answers controller-info 401 without a token: that is serving.
+        while not self._serves_again():
+            if time.monotonic() > deadline or self._process.poll() is not None:
+                raise RuntimeError(
+                    f"GARM did not serve again after a restart; see {self.log_path}"
+                )
+            time.sleep(0.1)
+
+    def _serves_again(self) -> bool:
+        try:
+            return call(self.url, "GET", "/controller-info").status in (200, 401)
+        except OSError:
+            return False
+
     def log_text(self) -> str:
         """Return everything GARM printed so far (standard output and error)."""
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -279,8 +305,9 @@ class RealGarm:
             return ""
         return _PROXY.format(proxy=self.proxy_url, no_proxy=NO_PROXY)
 
-    def _launch(self) -> None:
-        config = self.write_config()
+    def _launch(self, *, same_config: bool = False) -> None:
+        # A restart keeps the config: new secrets would not open the database GARM sealed.
+        config = self.workdir / "config.toml" if same_config else self.write_config()
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 [self.garm_bin, "--config", str(config)],
