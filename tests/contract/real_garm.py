@@ -59,8 +59,11 @@ class RealGarm:
         *,
         github: FakeGitHub | None = None,
         version: str | None = None,
+        metrics_period: str | None = None,
     ) -> None:
         self.garm_bin = garm_bin
+        # GARM's /metrics, without auth, refreshed this often (e.g. "1s"); None: no metrics.
+        self.metrics_period = metrics_period
         self.workdir = workdir
         self.provider = provider
         self.github = github or FakeGitHub()
@@ -291,8 +294,15 @@ class RealGarm:
                 provider_config=provider_config,
             )
             + self._proxy_section()
+            + self._metrics_section()
         )
         return config
+
+    def _metrics_section(self) -> str:
+        if self.metrics_period is None:
+            return ""
+        period = self.metrics_period
+        return f'\n[metrics]\nenable = true\ndisable_auth = true\nperiod = "{period}"\n'
 
     def remember_secret(self, what: str, value: str) -> str:
         """Add a secret GARM was given to `secrets()` (its log is searched for it); return it."""

@@ -493,10 +493,12 @@ def find_runner_group(
 def create_session(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """A6/A7: open or refresh a message session."""
+    """A6/A7: open or refresh a message session (404 for a scale set GitHub does not have)."""
     scale_set_id = int(params["id"])
     session_id = params.get("session") or str(uuid.uuid4())
     with gh.lock:
+        if scale_set_id not in gh.scale_sets:
+            return Answer(404, {"message": "fake-github: no such runner scale set"})
         gh.sessions[session_id] = scale_set_id
     return Answer(200, _session(gh, scale_set_id, session_id))
 
@@ -575,6 +577,8 @@ def poll_messages(
     """
     scale_set_id = int(params["id"])
     with gh.lock:
+        if scale_set_id not in gh.scale_sets:
+            return Answer(404, {"message": "fake-github: no such runner scale set"})
         assigned = gh.assigned_jobs.pop(scale_set_id, None)
         jobs = gh.job_messages.pop(scale_set_id, [])
         running = sum(1 for owner, _ in gh.running_jobs.values() if owner == scale_set_id)
