@@ -151,10 +151,12 @@ class RealGarm:
             self._process.wait(timeout=10)
             self._process = None
         self._launch(same_config=True)
+        process = self._process
+        assert process is not None
         deadline = time.monotonic() + START_TIMEOUT
         # Once initialised, GARM answers controller-info 401 without a token: that is serving.
         while not self._serves_again():
-            if time.monotonic() > deadline or self._process.poll() is not None:
+            if time.monotonic() > deadline or process.poll() is not None:
                 raise RuntimeError(
                     f"GARM did not serve again after a restart; see {self.log_path}"
                 )
