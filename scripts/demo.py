@@ -11,7 +11,11 @@ the same clock, so the hand-over grace (the charm's default, 60 s) passes withou
 With `--garm-bin PATH` the same story runs on that real GARM binary instead, on this machine
 and in real time (`demo_real.py`).
 
-Exits 0 when the change ends with exactly one scale set, enabled, with the new labels.
+Then an image change: the charm's rolling refresh replaces every idle runner made before it,
+one at a time (`refresh-surge` 1), never with fewer idle runners than min idle.
+
+Exits 0 when the label change ends with exactly one scale set, enabled, with the new labels,
+and the image change replaced every idle runner without going below min idle.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import json
 import pathlib
 import sys
 import tempfile
@@ -40,6 +45,12 @@ from garm_sim import GarmSim, SimClock
 # One second past the charm's default handover-grace (60s).
 PAST_GRACE = 61.0
 MAX_HOOKS = 12
+# The image change of the refresh story, and the min idle it keeps throughout.
+NEW_IMAGE = "ubuntu-24.04-patched"
+REFRESH_MIN_IDLE = 2
+# A runner boots in 30 s of the simulator's clock; the charm's tick is a minute.
+BOOT = 30.0
+TICK = 60.0
 
 
 def main(argv: list[str]) -> int:
@@ -62,7 +73,7 @@ def main(argv: list[str]) -> int:
 def simulated() -> int:
     """Run the scenario and print what an operator would see; 0 when it ends as it should."""
     with (
-        GarmSim(["openstack-small"], frozen_clock=True) as sim,
+        GarmSim(["openstack-small"], frozen_clock=True, boot_seconds=BOOT) as sim,
         FakeGitHub() as github,
         charm_machine(sim) as state,
     ):
@@ -93,7 +104,39 @@ def simulated() -> int:
         # 5-minute consolidation; the charm asks GitHub instead (ADR 0015).
         demo.hook("update-status", "the charm asks GitHub: the runner is gone, so is the old set")
         demo.run_until_converged()
-        return demo.summary()
+        relabelled = demo.summary()
+        return relabelled or rolling_refresh(demo)
+
+
+def rolling_refresh(demo: Demo) -> int:
+    """An image change replaces every idle runner, never below min idle; 0 when it did."""
+    demo.phase(f"5. operator: juju config small min-idle-runners={REFRESH_MIN_IDLE}")
+    demo.republish({"min_idle_runners": REFRESH_MIN_IDLE}, "an in-place update: no replacement")
+    demo.sim.advance(TICK)
+    demo.run_until_converged()
+    demo.phase(f"6. operator: juju config small image={NEW_IMAGE}")
+    changed_at = demo.sim.clock.now()
+    demo.republish({"image": NEW_IMAGE}, "updated in place; the idle runners are now outdated")
+    lowest = demo.idle_runners()
+    for _ in range(MAX_HOOKS):
+        demo.sim.advance(TICK)
+        message = demo.hook("update-status")
+        lowest = min(lowest, demo.idle_runners())
+        if message == "" and demo.runners_made_before(changed_at) == 0:
+            break
+    outdated = demo.runners_made_before(changed_at)
+    elapsed = demo.sim.clock.now() - changed_at
+    if outdated == 0 and lowest >= REFRESH_MIN_IDLE:
+        print(
+            f"\nOK: image change rolled every idle runner in {elapsed:.0f}s of GARM time; "
+            f"idle runners never below {lowest} (min idle {REFRESH_MIN_IDLE})"
+        )
+        return 0
+    print(
+        f"\nFAILED: {outdated} runner(s) made before the image change remain; "
+        f"idle runners went down to {lowest} (min idle {REFRESH_MIN_IDLE})"
+    )
+    return 1
 
 
 def point_github_at(sim: GarmSim, github: FakeGitHub) -> None:
@@ -191,6 +234,26 @@ class Demo:
         changed = dataclasses.replace(relation, remote_app_data=databag(labels, self.state))
         self.state = dataclasses.replace(self.state, relations={changed})
         self.hook("relation-changed", note)
+
+    def republish(self, changes: dict[str, object], note: str) -> None:
+        """The configurator publishes its scale set with `changes`: relation-changed."""
+        relation = next(iter(self.state.relations))
+        assert isinstance(relation, testing.Relation)
+        data = dict(relation.remote_app_data)
+        data["scaleset"] = json.dumps(json.loads(data["scaleset"]) | changes)
+        changed = dataclasses.replace(relation, remote_app_data=data)
+        self.state = dataclasses.replace(self.state, relations={changed})
+        self.hook("relation-changed", note)
+
+    def idle_runners(self) -> int:
+        """Runners GitHub could give a job now (idle), over every scale set."""
+        return sum(row.runners["idle"] for row in self.scalesets())
+
+    def runners_made_before(self, moment: float) -> int:
+        """Runners GARM made before `moment` (the simulator's clock) that are still there."""
+        before = datetime.datetime.fromtimestamp(moment, datetime.UTC)
+        api = GarmClient(self.sim.url, token=self.sim.token())
+        return sum(1 for instance in api.list_instances() if instance.created_at < before)
 
     def scalesets(self) -> list[Row]:
         """GARM's scale sets, as its API lists them, oldest first; none before first-run."""

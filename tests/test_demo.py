@@ -21,8 +21,9 @@ DEMO_ENV = os.environ | {
 def test_demo_runs_the_label_change_to_the_end():
     """Arrange: the demo script. Act: run it with this interpreter, as `tox -e demo` does.
 
-    Assert: it exits 0; it names the four phases and shows the changeover's statuses in order
-    (replacement first, hand-over, draining, deletion), ends with one line saying OK, and stays
+    Assert: it exits 0; it names the phases and shows the changeover's statuses in order
+    (replacement first, hand-over, draining, deletion), then the image change's rolling refresh
+    counting its outdated runners down, ends with one line saying OK about min idle, and stays
     short enough to read.
     """
     done = subprocess.run(
@@ -46,12 +47,17 @@ def test_demo_runs_the_label_change_to_the_end():
         "4. the job finishes",
         "deleted",
         "OK: label change done",
+        "5. operator: juju config small min-idle-runners=2",
+        "6. operator: juju config small image=ubuntu-24.04-patched",
+        "'small': refreshing 2 outdated runners",
+        "'small': refreshing 1 outdated runner",
+        "OK: image change rolled every idle runner",
     ]
     positions = [out.find(step) for step in steps]
     assert -1 not in positions, dict(zip(steps, positions, strict=True))
     assert positions == sorted(positions)
-    assert out.rstrip().splitlines()[-1].startswith("OK: ")
-    assert len(out.splitlines()) < 60
+    assert out.rstrip().splitlines()[-1].endswith("idle runners never below 2 (min idle 2)")
+    assert len(out.splitlines()) < 80
 
 
 def test_demo_runs_the_label_change_on_a_real_garm():

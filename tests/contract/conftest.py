@@ -225,6 +225,22 @@ class Target:
         assert reply.status == 200, reply.raw
         return reply.json
 
+    def drop_at_github(self, github_id: int) -> None:
+        """Make GitHub forget a scale set (its offline deletion, garm-behaviour B33)."""
+        if self.real is not None:
+            self.real.github.drop_scale_set(github_id)
+            return
+        assert self.sim is not None
+        self.sim.state.github.drop(github_id)
+
+    def restart(self) -> None:
+        """Restart GARM with its state: every scale-set worker starts again."""
+        if self.real is not None:
+            self.real.restart()
+            return
+        assert self.sim is not None
+        self.sim.restart()
+
     def bootstrap(self) -> Target:
         """First-run, login, URLs, PAT credentials and repository fake-org/fake-repo."""
         if self.real is not None:

@@ -59,8 +59,11 @@ class RealGarm:
         *,
         github: FakeGitHub | None = None,
         version: str | None = None,
+        metrics_period: str | None = None,
     ) -> None:
         self.garm_bin = garm_bin
+        # GARM's /metrics, without auth, refreshed this often (e.g. "1s"); None: no metrics.
+        self.metrics_period = metrics_period
         self.workdir = workdir
         self.provider = provider
         self.github = github or FakeGitHub()
@@ -136,6 +139,34 @@ class RealGarm:
         self.proxy.stop()
         if self._own_github:
             self.github.stop()
+
+    def restart(self) -> None:
+        """Stop GARM alone and start it again on the same port (state and fake GitHub kept).
+
+        Raises:
+            RuntimeError: when GARM does not serve again.
+        """
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(timeout=10)
+            self._process = None
+        self._launch(same_config=True)
+        process = self._process
+        assert process is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        # Once initialised, GARM answers controller-info 401 without a token: that is serving.
+        while not self._serves_again():
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError(
+                    f"GARM did not serve again after a restart; see {self.log_path}"
+                )
+            time.sleep(0.1)
+
+    def _serves_again(self) -> bool:
+        try:
+            return call(self.url, "GET", "/controller-info").status in (200, 401)
+        except OSError:
+            return False
 
     def log_text(self) -> str:
         """Return everything GARM printed so far (standard output and error)."""
@@ -265,8 +296,15 @@ class RealGarm:
                 provider_config=provider_config,
             )
             + self._proxy_section()
+            + self._metrics_section()
         )
         return config
+
+    def _metrics_section(self) -> str:
+        if self.metrics_period is None:
+            return ""
+        period = self.metrics_period
+        return f'\n[metrics]\nenable = true\ndisable_auth = true\nperiod = "{period}"\n'
 
     def remember_secret(self, what: str, value: str) -> str:
         """Add a secret GARM was given to `secrets()` (its log is searched for it); return it."""
@@ -279,8 +317,9 @@ class RealGarm:
             return ""
         return _PROXY.format(proxy=self.proxy_url, no_proxy=NO_PROXY)
 
-    def _launch(self) -> None:
-        config = self.write_config()
+    def _launch(self, *, same_config: bool = False) -> None:
+        # A restart keeps the config: new secrets would not open the database GARM sealed.
+        config = self.workdir / "config.toml" if same_config else self.write_config()
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 [self.garm_bin, "--config", str(config)],

@@ -22,6 +22,8 @@ simulator through `GarmClient`, so the two cannot drift.
 
 Faults: `refuse` (the next calls of an operation answer 400 or 500), `outage` (every call raises
 `GarmUnreachable`), `keep_deletes` (DELETE answers 200 and keeps the scale set: B15),
+`drop_at_github` (GitHub forgot a scale set, its offline deletion: its deletes are kept until
+`restart`, whose worker start creates it again at GitHub under a new `scale_set_id`: B33),
 `drop_labels` (labels GARM/GitHub silently drops at creation), `stuck_boots` (new runners never
 come up: a broken flavor), `runners_report` (False: booted runners never report `idle`, a broken
 image, as the simulator's switch), `github_leftovers` (names GitHub still holds a scale set
@@ -171,6 +173,8 @@ class _Row:
     extended_state: str = ""
     desired_runner_count: int = 0
     generation: int = 0
+    # GitHub's id of the scale set (`scale_set_id`); 0 while GitHub has none (dropped).
+    github_id: int = 0
 
 
 @dataclasses.dataclass
@@ -484,6 +488,7 @@ class MemoryGarm:
             template_id=params.template_id or (1 if params.os_type == "linux" else 2),
             created_at=self.now,
             updated_at=self.now,
+            github_id=self._next_github_id(),
         )
         self.rows[row.id] = row
         self.enabled_history[row.id] = [(self.now, row.enabled, len(self.log))]
@@ -523,9 +528,23 @@ class MemoryGarm:
             raise GarmBadRequest(
                 "delete scale set", 400, "Bad Request", "scale set is enabled; disable it first"
             )
-        if self.keep_deletes:
+        if self.keep_deletes or not row.github_id:
             return
         del self.rows[scaleset_id]
+
+    def drop_at_github(self, scaleset_id: int) -> None:
+        """GitHub forgets the scale set (its listener stayed offline for days): B33."""
+        self.rows[scaleset_id].github_id = 0
+
+    def restart(self) -> None:
+        """GARM restarts: each worker start creates a set GitHub lost again there (B33)."""
+        for row in self.rows.values():
+            if not row.github_id:
+                row.github_id = self._next_github_id()
+                row.updated_at = self.now
+
+    def _next_github_id(self) -> int:
+        return max((row.github_id for row in self.rows.values()), default=100) + 1
 
     @_logged
     def delete_instance(self, name: str, *, force: bool = True) -> None:
@@ -650,7 +669,7 @@ class MemoryGarm:
             "created_at": go_time(row.created_at),
             "updated_at": go_time(row.updated_at),
             "id": row.id,
-            "scale_set_id": row.id + 100,
+            "scale_set_id": row.github_id,
             "name": row.name,
             "disable_update": False,
             "state": "pending_create",

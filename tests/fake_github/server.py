@@ -139,6 +139,11 @@ class FakeGitHub(LoopbackServer):
         self._stopping.set()
         super().stop()
 
+    def drop_scale_set(self, scale_set_id: int) -> None:
+        """Forget a scale set, as GitHub does with one whose listener stayed offline for days."""
+        with self.lock:
+            self.scale_sets.pop(scale_set_id, None)
+
     def set_assigned_jobs(self, scale_set_id: int, count: int) -> None:
         """Make the next message-queue poll report `count` assigned jobs (desired runners)."""
         with self.lock:
@@ -463,10 +468,11 @@ def patch_scale_set(
 def delete_scale_set(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """A4: delete a scale set; GARM only treats 204 as success."""
+    """A4: delete a scale set; GARM only treats 204 as success; an unknown id is 404."""
     if gh.config.delete_status == 204:
         with gh.lock:
-            gh.scale_sets.pop(int(params["id"]), None)
+            if gh.scale_sets.pop(int(params["id"]), None) is None:
+                return Answer(404, {"message": "fake-github: no such runner scale set"})
     return Answer(
         gh.config.delete_status, None if gh.config.delete_status == 204 else {"message": "fake"}
     )
@@ -487,10 +493,12 @@ def find_runner_group(
 def create_session(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """A6/A7: open or refresh a message session."""
+    """A6/A7: open or refresh a message session (404 for a scale set GitHub does not have)."""
     scale_set_id = int(params["id"])
     session_id = params.get("session") or str(uuid.uuid4())
     with gh.lock:
+        if scale_set_id not in gh.scale_sets:
+            return Answer(404, {"message": "fake-github: no such runner scale set"})
         gh.sessions[session_id] = scale_set_id
     return Answer(200, _session(gh, scale_set_id, session_id))
 
@@ -569,6 +577,8 @@ def poll_messages(
     """
     scale_set_id = int(params["id"])
     with gh.lock:
+        if scale_set_id not in gh.scale_sets:
+            return Answer(404, {"message": "fake-github: no such runner scale set"})
         assigned = gh.assigned_jobs.pop(scale_set_id, None)
         jobs = gh.job_messages.pop(scale_set_id, [])
         running = sum(1 for owner, _ in gh.running_jobs.values() if owner == scale_set_id)

@@ -160,8 +160,12 @@ class GitHubSide:
         """
         if self.behaviour.bad_credentials or self.behaviour.delete_status != 204:
             return False
+        # GitHub answers 404 for a scale set it no longer has, and GARM wants 204 (B15, B33).
+        return self.scale_sets.pop(github_id, None) is not None
+
+    def drop(self, github_id: int) -> None:
+        """Forget a scale set, as GitHub does with one whose listener stayed offline for days."""
         self.scale_sets.pop(github_id, None)
-        return True
 
     def check_unauthorized(self) -> None:
         """Fail like GARM does when GitHub answers 401/403 during a scale-set operation.

@@ -138,6 +138,8 @@ class GarmSim:
             self.signer.rekey(jwt_secret)
         if token_ttl is not None:
             self.signer.time_to_live = token_ttl
+        with self.state.lock:
+            self.state.start_scaleset_workers()
         self.start()
 
     @contextmanager

@@ -137,6 +137,21 @@ class SimState:
         self.tags[tag.id] = tag
         return tag
 
+    def start_scaleset_workers(self) -> None:
+        """GARM's worker start (`ensureScaleSetInGitHub`): a set GitHub lost is created again.
+
+        The new GitHub id is stored and `updated_at` moves, as on both real builds (B33).
+        """
+        for scaleset in self.scalesets.values():
+            if scaleset.github_id in self.github.scale_sets:
+                continue
+            labels = [self.tags[tag_id].name for tag_id in scaleset.tag_ids]
+            record = self.github.create(
+                scaleset.entity_id, scaleset.name, scaleset.runner_group, labels
+            )
+            scaleset.github_id = record.id
+            scaleset.updated_at = self.clock.stamp()
+
     def scaleset(self, raw_id: str) -> ScaleSet:
         """Return a scale set by its path id.
 

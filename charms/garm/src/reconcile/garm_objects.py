@@ -20,6 +20,7 @@ from reconcile.github_agreement import apps_by_entity
 from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
 from reconcile.github_objects import GithubReport, reconcile_github
 from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
+from reconcile.schedule_status import with_schedule
 from reconcile.templates import (
     TemplateApi,
     TemplateReport,
@@ -109,7 +110,7 @@ def reconcile_objects(
         blocked=_blocked(desired, github, report, templates, cleanup),
         retrying=retry_message(report),
         waiting=_waiting(desired),
-        active=status_message(report),
+        active=with_schedule(status_message(report), desired.specs),
         report=report,
     )
 

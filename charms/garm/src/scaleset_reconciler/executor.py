@@ -455,7 +455,10 @@ class _Executor:
         retry_at = self._now + min(FIRST_DELETE_RETRY * 2 ** (failures - 1), LAST_DELETE_RETRY)
         text = f"GARM answered the delete of {action.name!r} but kept it"
         if failures >= REPEATED_DELETE_FAILURES:
-            text += f" {failures} times in a row: check GARM's log (GitHub refused the delete?)"
+            text += (
+                f" {failures} times in a row: check GARM's log (GitHub refused the delete,"
+                " or dropped the set: restart garm)"
+            )
         text += f"; the next delete at {retry_at:%H:%M:%S} UTC"
         self._fail(action.owner, text, None)
         counted = dataclasses.replace(

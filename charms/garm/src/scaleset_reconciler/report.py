@@ -199,9 +199,10 @@ def blocked_message(report: ReconcileReport, limit: int = 2) -> str:
         if spec.phase is Phase.BLOCKED
     ]
     entries += [failure.text() for failure in report.failures if not failure.retry]
+    # GARM keeps a set GitHub dropped until its restart recreates it there (garm-behaviour B33).
     entries += [
         f"GARM kept the old scale set of {short_name(owner)} after {kept.delete_failures} "
-        "deletes: see its log"
+        "deletes: GitHub dropped it? restart garm, or see log"
         for owner, kept in _kept_deletes(report)
         if kept.delete_failures >= REPEATED_DELETE_FAILURES
     ]

@@ -33,9 +33,11 @@ KNOWN_METRICS = {
     "garm_github_rate_limit_limit",
     "garm_github_rate_limit_remaining",
     "garm_job_status",
+    # Seen in v0.2.1's /metrics (tests/contract/test_targets_metrics.py's scale set).
+    "garm_scaleset_min_idle_runners",
 }
 # Words in PromQL that are not metric names.
-_PROMQL_WORDS = {"sum", "by", "rate", "max", "or", "vector", "and", "on"}
+_PROMQL_WORDS = {"sum", "by", "rate", "increase", "max", "or", "vector", "and", "on"}
 
 
 def build(
@@ -225,3 +227,20 @@ def test_importing_the_charm_does_not_load_cosl():
     ).stdout
 
     assert output.strip() == "False"
+
+
+def test_the_stuck_runner_alert_is_per_runner_and_spares_runners_with_a_job():
+    """Arrange: the charm's rules. Act: build; read GarmRunnerStuck.
+
+    Assert: it groups by the runner's name (the same runner, not "some runner creating"),
+    excludes runners with a job (`active`), covers GARM's non-final states and waits longer
+    than the charm's default `runner-stuck-timeout` (30m) so the charm's removal goes first.
+    """
+    (stuck,) = [rule for rule in rules_of(build()) if rule["alert"] == "GarmRunnerStuck"]
+
+    expression = " ".join(stuck["expr"].split())
+    assert expression.startswith("max by (name,")
+    assert 'runner_status!="active"' in expression
+    for state in ("pending_create", "creating", "pending_delete", "error", "installing"):
+        assert state in expression
+    assert stuck["for"] == "45m"

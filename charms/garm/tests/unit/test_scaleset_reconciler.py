@@ -283,7 +283,8 @@ def test_delete_kept_by_garm_is_retried_with_backoff_then_blocked():
         f"retrying at {first_retry:%H:%M} UTC"
     )
     assert blocked_message(reports[6]) == (
-        "GARM kept the old scale set of 'small' after 3 deletes: see its log"
+        "GARM kept the old scale set of 'small' after 3 deletes: "
+        "GitHub dropped it? restart garm, or see log"
     )
     assert blocked_message(reports[7]) == blocked_message(reports[6])
     assert marker_of(garm, old).delete_failures == 4

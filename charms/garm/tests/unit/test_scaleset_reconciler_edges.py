@@ -224,7 +224,8 @@ def test_each_kept_delete_is_an_error_saying_when_the_next_is_sent():
         [f"{kept}; the next delete at {at(retries[0])}"],
         [f"{kept}; the next delete at {at(retries[1])}"],
         [
-            f"{kept} 3 times in a row: check GARM's log (GitHub refused the delete?); "
+            f"{kept} 3 times in a row: check GARM's log (GitHub refused the delete, "
+            "or dropped the set: restart garm); "
             f"the next delete at {at(retries[2])}"
         ],
     ]

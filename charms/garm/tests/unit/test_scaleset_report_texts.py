@@ -224,8 +224,20 @@ def test_the_blocked_text_names_two_entries_then_counts_the_rest():
             "",
             "GARM kept the old scale set of 'x' after a delete; retrying at 14:05 UTC",
         ),
-        (3, DEADLINE, "GARM kept the old scale set of 'x' after 3 deletes: see its log", ""),
-        (4, None, "GARM kept the old scale set of 'x' after 4 deletes: see its log", ""),
+        (
+            3,
+            DEADLINE,
+            "GARM kept the old scale set of 'x' after 3 deletes: "
+            "GitHub dropped it? restart garm, or see log",
+            "",
+        ),
+        (
+            4,
+            None,
+            "GARM kept the old scale set of 'x' after 4 deletes: "
+            "GitHub dropped it? restart garm, or see log",
+            "",
+        ),
     ],
 )
 def test_a_kept_delete_waits_twice_then_blocks(
