@@ -368,10 +368,10 @@ class _Executor:
         try:
             self._api.delete_instance(action.instance_name, force=False)
         except (GarmApiError, InvalidRequest) as error:
-            spec = self._specs.get(action.owner)
+            # A refresh removal is always a configured spec's (the plan makes it from the spec).
+            spec = self._specs[action.owner]
             text = f"kept outdated runner {action.instance_name!r} of {action.scaleset_name!r}"
-            if spec is not None:
-                spec.warnings.append(f"{text}: {error}")
+            spec.warnings.append(f"{text}: {error}")
             return
         logger.info(
             "scale sets: removed outdated runner %r of %r (rolling refresh)",
@@ -385,7 +385,8 @@ class _Executor:
             template_id = self._template_id(action.template_name, params.os_type, required=True)
             params = dataclasses.replace(params, template_id=template_id)
         names = [(params.name, action.marker.attempt), *action.spares]
-        for index, (name, attempt) in enumerate(names):
+        # The last name either creates or raises, so the loop never runs out: no exit branch.
+        for index, (name, attempt) in enumerate(names):  # pragma: no branch
             try:
                 created = self._api.create_scaleset(
                     action.entity_kind, action.entity_id, dataclasses.replace(params, name=name)
@@ -407,9 +408,7 @@ class _Executor:
         GARM re-creates a scale set at GitHub when it is deleted within seconds of its creation
         (a retry race); every later create of that name then fails.
         """
-        spec = self._specs.get(owner)
-        if spec is None:
-            return
+        spec = self._specs[owner]  # a create is always a configured spec's
         spec.leftovers.append(name)
         spec.live_name = instead
         spec.warnings.append(
