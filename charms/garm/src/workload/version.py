@@ -80,19 +80,11 @@ def garm_built_after_v0_2_1(version: str) -> bool | None:
     for GARM's main branch but not for the first commits after the tag. An unstamped build
     ("v0.0.0-unknown") or an unreadable string gives None.
     """
-    text = version.strip().removesuffix("-dirty")
-    ahead = 0
-    describe = _DESCRIBE_SUFFIX.search(text)
-    if describe is not None:
-        ahead = int(describe.group("ahead"))
-        text = text[: describe.start()]
-    release = _RELEASE.fullmatch(text)
-    if release is None or release.group("pre") == _UNSTAMPED:
+    order = version_order(version)
+    if order is None:
         return None
-    numbers = (int(release.group(1)), int(release.group(2)), int(release.group(3)))
-    if numbers != LAST_RELEASE_WITHOUT_POSTGRESQL:
-        return numbers > LAST_RELEASE_WITHOUT_POSTGRESQL
-    return ahead > 0 and release.group("pre") is None
+    # The release itself: final (1), no commit past its tag (0).
+    return order > (*LAST_RELEASE_WITHOUT_POSTGRESQL, 1, 0)
 
 
 # How a version sorts: release numbers, then a pre-release before its release, then how many
