@@ -48,18 +48,26 @@ class Lease:
     @classmethod
     def from_app_data(cls, data: Mapping[str, str]) -> Lease | None:
         """The lease in the peer application data; None when absent or unreadable."""
-        holder = data.get(HOLDER_KEY, "")
-        try:
-            until = datetime.datetime.fromisoformat(data.get(UNTIL_KEY, ""))
-        except ValueError:
-            return None
-        if not holder or until.tzinfo is None:
-            return None
-        return cls(holder, until)
+        found = unit_and_time(data, HOLDER_KEY, UNTIL_KEY)
+        return None if found is None else cls(*found)
 
     def as_app_data(self) -> dict[str, str]:
         """The lease as peer application data."""
         return {HOLDER_KEY: self.holder, UNTIL_KEY: self.until.isoformat()}
+
+
+def unit_and_time(
+    data: Mapping[str, str], unit_key: str, time_key: str
+) -> tuple[str, datetime.datetime] | None:
+    """A unit name and a timezone-aware time from peer application data; None when unreadable."""
+    unit = data.get(unit_key, "")
+    try:
+        moment = datetime.datetime.fromisoformat(data.get(time_key, ""))
+    except ValueError:
+        return None
+    if not unit or moment.tzinfo is None:
+        return None
+    return unit, moment
 
 
 @dataclasses.dataclass(frozen=True)

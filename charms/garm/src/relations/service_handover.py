@@ -17,6 +17,8 @@ import enum
 from collections.abc import Mapping
 from typing import Final
 
+from reconcile.fencing import unit_and_time
+
 HOST_KEY: Final = "garm-host"
 HOST_SINCE_KEY: Final = "garm-host-since"
 RUNNING_KEY: Final = "garm-running"
@@ -37,14 +39,8 @@ class HostClaim:
     @classmethod
     def from_app_data(cls, data: Mapping[str, str]) -> HostClaim | None:
         """The claim in the peer application data; None when absent or unreadable."""
-        unit = data.get(HOST_KEY, "")
-        try:
-            since = datetime.datetime.fromisoformat(data.get(HOST_SINCE_KEY, ""))
-        except ValueError:
-            return None
-        if not unit or since.tzinfo is None:
-            return None
-        return cls(unit, since)
+        found = unit_and_time(data, HOST_KEY, HOST_SINCE_KEY)
+        return None if found is None else cls(*found)
 
     def as_app_data(self) -> dict[str, str]:
         """The claim as peer application data."""
