@@ -7,6 +7,7 @@ Written from the survivors of a mutation run of `relations.certificates`
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 
 import pytest
@@ -19,10 +20,10 @@ from charmlibs.interfaces.tls_certificates import (
 from cryptography import x509
 from ops import testing
 from test_certificate_checks import WITH_LOOPBACK
-from test_charm_tls import TlsWalk
+from test_charm_tls import UNIT_ADDRESS, TlsWalk
 
-from doubles.tls_publication import Issuer, refused
-from relations.certificates import certificate_problem
+from doubles.tls_publication import Issuer, refused, requested
+from relations.certificates import CertificateNames, certificate_names, certificate_problem
 from workload.config import TlsFiles
 
 # The TLS walk's fixtures, shared rather than copied.
@@ -89,3 +90,37 @@ def test_a_certificate_is_valid_on_the_first_and_the_last_second_of_its_window()
     ]
 
     assert problems == ["is not valid yet", "", "", "has expired"]
+
+
+def test_the_csr_carries_the_common_name(tls_walk: TlsWalk):
+    """Arrange: a leader without external-url. Act: its first hook on the relation.
+
+    Assert: the CSR's subject common name is the unit's address (CAs that ignore SANs read it).
+    """
+    relation = requested(tls_walk.state)
+    requests = json.loads(relation.local_unit_data["certificate_signing_requests"])
+    csr = CertificateSigningRequest.from_string(requests[0]["certificate_signing_request"])
+
+    assert csr.common_name == UNIT_ADDRESS
+
+
+def test_an_external_url_without_a_host_adds_no_name():
+    """Arrange: an `external-url` with no host. Act: derive the names.
+
+    Assert: only the address and loopback, nothing made up for the missing host.
+    """
+    names = certificate_names("garm.example", "10.1.2.3")
+
+    assert names == CertificateNames("10.1.2.3", ("localhost",), ("10.1.2.3", "127.0.0.1"))
+
+
+def test_a_host_of_exactly_64_characters_is_the_common_name():
+    """Arrange: an `external-url` whose host is 64 characters, X.509's bound for a common name.
+
+    Act: derive the names. Assert: that host is the common name (65 would fall back to `garm`).
+    """
+    host = "a" * 56 + ".example"
+
+    names = certificate_names(f"https://{host}", "10.1.2.3")
+
+    assert (len(host), names.common_name) == (64, host)
