@@ -10,8 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+import test_workload
+from test_workload import tarball
 
 from workload import host
+from workload.config import ProxyConfig
 from workload.host import (
     TIMED_OUT,
     CommandError,
@@ -22,6 +25,11 @@ from workload.host import (
     lookup_ids,
     run_command,
 )
+from workload.machine import Workload
+
+# The workload fixtures of test_workload, shared rather than copied.
+installed = test_workload.installed
+runner = test_workload.runner
 
 
 def test_a_command_that_fails_answers_its_status_and_both_outputs():
@@ -154,3 +162,22 @@ def test_the_layout_on_disk_is_the_one_earlier_revisions_wrote():
         "provider_config": "/r/etc/garm/providers/p/config.toml",
         "provider_clouds": "/r/etc/garm/providers/p/clouds.yaml",
     }
+
+
+def test_a_missing_binary_is_not_installed_and_is_put_back(installed: Workload, tmp_path: Path):
+    """Arrange: both binaries installed, then GARM's binary deleted by hand.
+
+    Act: ask whether GARM is installed; install again from the same tarballs.
+    Assert: not installed; after the install, the binary is back (executable, root's).
+    """
+    installed.paths.garm_binary.unlink()
+
+    before = installed.is_installed()
+    installed.install(
+        tarball(tmp_path / "garm.tgz", "garm"),
+        tarball(tmp_path / "provider.tgz", "garm-provider-openstack"),
+        ProxyConfig(),
+    )
+
+    assert (before, installed.is_installed()) == (False, True)
+    assert os.access(installed.paths.garm_binary, os.X_OK)
