@@ -19,7 +19,7 @@ from charmlibs.interfaces.tls_certificates import (
 )
 from cryptography import x509
 from ops import testing
-from test_certificate_checks import WITH_LOOPBACK
+from test_certificate_checks import WITH_LOOPBACK, issued_for
 from test_charm_tls import UNIT_ADDRESS, TlsWalk
 
 from doubles.tls_publication import Issuer, refused, requested
@@ -124,3 +124,24 @@ def test_a_host_of_exactly_64_characters_is_the_common_name():
     names = certificate_names(f"https://{host}", "10.1.2.3")
 
     assert (len(host), names.common_name) == (64, host)
+
+
+def test_an_unused_certificate_is_logged_with_its_problem_and_what_garm_serves(
+    tls_walk: TlsWalk, caplog: pytest.LogCaptureFixture
+):
+    """Arrange: the leader asked for a certificate; GARM serves plain HTTP.
+
+    Act: the provider answers with an expired certificate.
+    Assert: one warning says it is not used, why, and that GARM serves HTTP, word for word.
+    """
+    tls_walk.serve(None)
+    tls_walk.state = issued_for(
+        tls_walk.state, tls_walk.issuer, validity=datetime.timedelta(seconds=-60)
+    )
+
+    with caplog.at_level(logging.WARNING, logger="relations.certificates"):
+        tls_walk.changed()
+
+    assert [
+        record.getMessage() for record in caplog.records if record.name == "relations.certificates"
+    ] == ["the issued certificate is not used: it has expired; GARM serves HTTP"]
