@@ -145,3 +145,20 @@ def test_an_unused_certificate_is_logged_with_its_problem_and_what_garm_serves(
     assert [
         record.getMessage() for record in caplog.records if record.name == "relations.certificates"
     ] == ["the issued certificate is not used: it has expired; GARM serves HTTP"]
+
+
+def test_until_a_certificate_is_issued_the_log_says_garm_serves_http(
+    tls_walk: TlsWalk, caplog: pytest.LogCaptureFixture
+):
+    """Arrange: the leader asked for a certificate; the provider has not answered.
+
+    Act: a hook. Assert: an info line says none is issued yet and GARM serves plain HTTP.
+    """
+    tls_walk.serve(None)
+
+    with caplog.at_level(logging.INFO, logger="relations.certificates"):
+        tls_walk.changed()
+
+    assert "no certificate issued yet: GARM serves plain HTTP meanwhile" in [
+        record.getMessage() for record in caplog.records if record.name == "relations.certificates"
+    ]
