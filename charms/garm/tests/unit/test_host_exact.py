@@ -6,6 +6,7 @@ Written from the survivors of a mutation run of `workload.host` (docs/reference/
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -181,3 +182,43 @@ def test_a_missing_binary_is_not_installed_and_is_put_back(installed: Workload, 
 
     assert (before, installed.is_installed()) == (False, True)
     assert os.access(installed.paths.garm_binary, os.X_OK)
+
+
+def test_a_failed_write_leaves_the_previous_file_and_no_temporary(tmp_path: Path):
+    """Arrange: a file as written before. Act: a write that fails half-way (content not bytes).
+
+    Assert: the error comes through as raised; the previous file is still there, unchanged
+    (the write replaces it only once complete), and nothing else is left in its directory.
+    """
+    path = tmp_path / "etc" / "config.toml"
+    host.write_atomic(path, b"before", 0o640)
+
+    with pytest.raises(TypeError):
+        host.write_atomic(path, "not bytes", 0o640)  # type: ignore[arg-type]
+
+    assert (path.read_bytes(), [child.name for child in path.parent.iterdir()]) == (
+        b"before",
+        ["config.toml"],
+    )
+
+
+SHM = Path("/dev/shm")  # noqa: S108 - a tmpfs on Linux, only as another file system
+
+
+@pytest.mark.skipif(
+    not SHM.is_dir() or SHM.stat().st_dev == Path(tempfile.gettempdir()).stat().st_dev,
+    reason="needs a directory on another file system than the temporary directory",
+)
+def test_a_file_on_another_file_system_than_tmp_is_written(tmp_path: Path):
+    """Arrange: a directory on another file system than /tmp (/dev/shm, a tmpfs).
+
+    Act: write a file there. Assert: it is written (the temporary file sits beside it, so the
+    final rename never crosses file systems).
+    """
+    directory = Path(tempfile.mkdtemp(dir=SHM))
+    try:
+        host.write_atomic(directory / "f", b"content", 0o600)
+
+        assert (directory / "f").read_bytes() == b"content"
+    finally:
+        host.remove_tree(directory)
