@@ -6,6 +6,7 @@ Written from the survivors of a mutation run of `workload.host` (docs/reference/
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -222,3 +223,22 @@ def test_a_file_on_another_file_system_than_tmp_is_written(tmp_path: Path):
         assert (directory / "f").read_bytes() == b"content"
     finally:
         host.remove_tree(directory)
+
+
+def test_a_symlink_in_a_directorys_place_is_refused_and_its_target_left_alone(tmp_path: Path):
+    """Arrange: a symlink where a provider's directory goes, pointing at a directory (0755).
+
+    Act: ensure the directory (0750, root's). Assert: a WorkloadError naming the path, and
+    the link's target keeps its mode: the charm never changes a directory through a link.
+    """
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    target.chmod(0o755)
+    link = tmp_path / "providers"
+    link.symlink_to(target)
+
+    with pytest.raises(WorkloadError) as raised:
+        host.ensure_directory(link, 0o750, uid=os.geteuid(), gid=os.getegid())
+
+    assert str(raised.value) == f"{link} is not a directory (a symbolic link?)"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o755
