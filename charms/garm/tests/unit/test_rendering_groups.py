@@ -1,9 +1,9 @@
 """Which files GARM's group may read, with a garm group that is not the test's own.
 
 The other workload tests map `garm` to the test's own user and group, so a file put in the
-garm group looks the same as one left alone. Here the garm group is a second group id (the
-tests run as root, which may give a file any group), so a file given to the wrong group, or
-left in root's, shows. Written from the survivors of a mutation run of `workload.rendering`
+garm group looks the same as one left alone. Here the garm group is a second group id (any, as
+root; else one the user is in), so a file given to the wrong group, or left in the test's own,
+shows. Written from the survivors of a mutation run of `workload.rendering`
 (docs/reference/testing.md).
 """
 
@@ -19,12 +19,23 @@ from test_workload import TLS, RecordingRunner, config, provider, tarball
 from workload.config import PostgresConfig, ProxyConfig
 from workload.machine import Workload
 
-# A group other than the test's own: gid 1 (`daemon` on Debian and Ubuntu).
-GARM_GID = 1 if os.getgid() != 1 else 2
+
+def _second_group() -> int | None:
+    """A group other than the test's own it may give files: any as root, else one it is in."""
+    if os.geteuid() == 0:
+        return 1 if os.getgid() != 1 else 2  # `daemon` or `bin` on Debian and Ubuntu
+    others = sorted(set(os.getgroups()) - {os.getgid()})
+    return others[0] if others else None
+
+
+SECOND_GROUP = _second_group()
+GARM_GID = SECOND_GROUP if SECOND_GROUP is not None else -1
 PROVIDER = "openstack-small"
 POSTGRES = PostgresConfig("10.1.2.3", 5432, "relation_id_7", "pg-pass", "garm", ca_cert="CA\n")
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="giving a file another group needs root")
+pytestmark = pytest.mark.skipif(
+    SECOND_GROUP is None, reason="needs root, or a user in a second group"
+)
 
 
 def garm_ids(name: str) -> tuple[int, int]:
