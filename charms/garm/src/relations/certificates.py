@@ -192,8 +192,9 @@ class Certificates(ops.Object):
                 logger.warning(
                     "the CA refused GARM's certificate: %s (%s)", error.message, error.code
                 )
+                # 26 characters keep the status within 120 (the interface's names have 20).
                 return (
-                    f"certificates: the CA refused GARM's certificate ({error.name[:30]}); "
+                    f"certificates: the CA refused GARM's certificate ({error.name[:26]}); "
                     "GARM serves plain HTTP, see juju debug-log"
                 )
         return ""
