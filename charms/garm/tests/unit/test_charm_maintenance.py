@@ -409,3 +409,17 @@ def test_rotate_credentials_is_refused_while_paused(unit: Unit):
 
     assert unit.workload.calls == []
     assert unit.garm.calls() == []
+
+
+def test_refresh_runners_is_refused_while_paused(unit: Unit):
+    """Arrange: paused at PAUSED_AT. Act: refresh-runners.
+
+    Assert: the action fails saying to resume first; GARM was neither called nor changed.
+    """
+    state = unit.state(paused_data())
+
+    with pytest.raises(testing.ActionFailed, match="run resume first"):
+        unit.ctx.run(unit.ctx.on.action("refresh-runners"), state)
+
+    assert unit.workload.calls == []
+    assert unit.garm.calls() == []
