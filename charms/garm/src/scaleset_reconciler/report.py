@@ -95,6 +95,8 @@ class SpecReport:
     # Stuck runners of the live set (ADR 0023): removed this pass, and those GARM keeps.
     stuck_removed: int = 0
     stuck_unremovable: int = 0
+    # GitHub answered that it no longer has the live scale set (ADR 0029): a new attempt is made.
+    missing_at_github: bool = False
     message: str = ""
     # The Blocked text for `juju status` when `message` is too long for it.
     status: str = ""
