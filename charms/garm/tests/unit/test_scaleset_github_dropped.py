@@ -9,10 +9,9 @@ is named for a restart of GARM, after which its delete goes through.
 
 from __future__ import annotations
 
-from scaleset_fixtures import converge, make_spec, run
+from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
 from doubles.memory_garm import MemoryGarm
-from scaleset_fixtures import SETTINGS
 from scaleset_reconciler import (
     Phase,
     ReconcileReport,
