@@ -18,19 +18,22 @@ import pytest
 from ops import testing
 
 from contract.conftest import garm_binary
+from e2e import test_garm_machine as machine_walk
 from e2e.conftest import CASES, Case
-from e2e.test_garm_machine import (  # noqa: F401 (the walk's fixtures)
+from e2e.test_garm_machine import (
     Walk,
-    database,
-    github,
     install_and_bootstrap,
     point_github_at_the_fake,
     relate_configurator,
-    unused_port,
-    walk,
 )
 from garm_api import ScaleSet
 from must_run import cannot_run
+
+# The walk's fixtures, shared with test_garm_machine.py (pytest finds them by these names).
+github = machine_walk.github
+database = machine_walk.database
+unused_port = machine_walk.unused_port
+walk = machine_walk.walk
 
 ASKED_AT = "github_scalesets_asked_at"
 SQLITE_CASES = [name for name, case in CASES.items() if case.backend == "sqlite"]
@@ -72,8 +75,9 @@ def test_a_live_set_github_dropped_is_replaced_and_the_old_one_deleted(walk: Wal
     ask_again(walk)
     walk.update_status_until(lambda: names(walk) == [new.name], "the old set deleted")
     walk.update_status_until(
-        lambda: [i.runner_status for i in walk.client().list_scaleset_instances(new.id)]
-        == ["idle"],
+        lambda: (
+            [i.runner_status for i in walk.client().list_scaleset_instances(new.id)] == ["idle"]
+        ),
         "the new set's idle runner",
     )
 

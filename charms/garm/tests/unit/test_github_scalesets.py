@@ -125,8 +125,9 @@ def test_the_lookup_names_the_set_and_its_group_as_garm_does(github: FakeGitHub,
         f"{LOOKUP}?runnerGroupId=3&name=large-cccc&api-version=6.0-preview",
         f"{LOOKUP}?runnerGroupId=1&name=repo-dddd&api-version=6.0-preview",
     ]
-    assert any(path.startswith(f"/api/v3/orgs/{ORG}/actions/runner-groups") for _, path, _ in github.calls)
-    assert not any(f"repos/{REPO}/actions/runner-groups" in path for _, path, _ in github.calls)
+    paths = [path for _, path, _ in github.calls]
+    assert any(path.startswith(f"/api/v3/orgs/{ORG}/actions/runner-groups") for path in paths)
+    assert not any(f"repos/{REPO}/actions/runner-groups" in path for path in paths)
 
 
 def test_a_set_of_the_name_under_another_id_is_not_named(
