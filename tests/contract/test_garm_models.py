@@ -73,6 +73,12 @@ class Model(Protocol):
     def drop_labels(self, labels: set[str]) -> None:
         """GitHub silently drops these labels at creation."""
 
+    def drop_at_github(self, scaleset: ScaleSet) -> None:
+        """GitHub forgets the scale set (its offline deletion, B33)."""
+
+    def restart(self) -> None:
+        """GARM restarts with its state: every scale-set worker starts again."""
+
     def runners_report(self, on: bool) -> None:
         """Booted runners report `idle` (False: a broken image, they stay `pending`)."""
 
@@ -111,6 +117,14 @@ class MemoryModel:
     def drop_labels(self, labels: set[str]) -> None:
         """Drop labels at creation."""
         self.api.drop_labels = {label.lower() for label in labels}
+
+    def drop_at_github(self, scaleset: ScaleSet) -> None:
+        """GitHub forgets the scale set."""
+        self.api.drop_at_github(scaleset.id)
+
+    def restart(self) -> None:
+        """GARM restarts."""
+        self.api.restart()
 
     def runners_report(self, on: bool) -> None:
         """Let booted runners report, or not."""
@@ -161,6 +175,14 @@ class SimModel:
     def drop_labels(self, labels: set[str]) -> None:
         """GitHub drops labels at creation."""
         self.sim.github.dropped_labels = set(labels)
+
+    def drop_at_github(self, scaleset: ScaleSet) -> None:
+        """GitHub forgets the scale set."""
+        self.sim.state.github.drop(scaleset.github_scale_set_id)
+
+    def restart(self) -> None:
+        """The simulator restarts with its state."""
+        self.sim.restart()
 
     def runners_report(self, on: bool) -> None:
         """Let booted runners report, or not."""
@@ -308,6 +330,33 @@ def kept_delete(model: Model) -> Observed:
     model.keep_deletes(False)
     model.api.delete_scaleset(scaleset.id)
     return {"first": first, "kept": kept, "then": listed(model)}
+
+
+def dropped_at_github(model: Model) -> Observed:
+    """GitHub forgot a set: GARM keeps showing its old GitHub id and keeps it through a delete.
+
+    After a restart it has a new GitHub id and a delete removes it (B33, as the real binaries
+    do: `test_targets_github_dropped.py`).
+    """
+    scaleset = create(model)
+    model.drop_at_github(scaleset)
+    shown = _github_id(model, scaleset.id) == scaleset.github_scale_set_id
+    first = attempt(lambda: model.api.delete_scaleset(scaleset.id))
+    kept = [s["name"] for s in listed(model)]
+    model.restart()
+    renewed = _github_id(model, scaleset.id) not in (0, scaleset.github_scale_set_id)
+    model.api.delete_scaleset(scaleset.id)
+    return {
+        "old id shown": shown,
+        "first": first,
+        "kept": kept,
+        "renewed": renewed,
+        "then": listed(model),
+    }
+
+
+def _github_id(model: Model, scaleset_id: int) -> int:
+    return next(s.github_scale_set_id for s in model.api.list_scalesets() if s.id == scaleset_id)
 
 
 def dropped_labels(model: Model) -> Observed:
@@ -472,6 +521,10 @@ TABLE: dict[str, tuple[Callable[[Model], Observed], Observed]] = {
         },
     ),
     "kept delete": (kept_delete, {"first": None, "kept": ["small"], "then": []}),
+    "dropped at GitHub": (
+        dropped_at_github,
+        {"old id shown": True, "first": None, "kept": ["small"], "renewed": True, "then": []},
+    ),
     "dropped labels": (dropped_labels, {"answer": ["x64"], "listed": [["x64"]]}),
     "runners boot then report": (
         runners_boot_then_report,

@@ -9,19 +9,31 @@ simulator, which models both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from contract.conftest import Garm
 from contract.test_scaleset_reconciler_contract import (
     NEW_LABELS,
+    SETTINGS,
     converge,
     make_spec,
     names,
     run,
+    sim_now,
 )
 from garm_api import GarmClient
-from scaleset_reconciler import blocked_message
+from garm_sim import GarmSim
+from scaleset_reconciler import (
+    GithubScaleSetRef,
+    ReconcileReport,
+    blocked_message,
+    dropped_and_kept,
+    reconcile,
+)
 from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.spec import ScalesetSpec
 
 
 @pytest.fixture
@@ -93,3 +105,61 @@ def test_a_live_set_github_dropped_comes_back_under_its_name_after_a_restart(
     assert _github_id(garm, name) not in (0, old_github_id)
     assert _github_id(garm, name) in sim.state.github.scale_sets
     assert report.converged
+
+
+def test_a_live_set_github_dropped_is_replaced_under_a_new_name_without_a_restart_first(
+    garm: Garm, client: GarmClient
+):
+    """Arrange: a converged live scale set with an idle runner; GitHub dropped it.
+
+    Act: passes a minute apart that ask the simulator's GitHub (as the charm asks GitHub) until
+    the old set's delete was kept and GitHub's answer names it; GARM restarts (the charm's
+    restart); passes.
+
+    Assert: a new attempt is created and linked to a scale set GitHub has, before any
+    restart; the old set is kept through a delete until the restart, then deleted; the pass
+    after is converged.
+    """
+    sim = garm.sim
+    spec = make_spec()
+    converge(client, sim, [spec])
+    old = live_name(spec)
+    sim.state.github.drop(_github_id(garm, old))
+    new = live_name(spec, attempt=1)
+
+    reports = [asking(client, sim, [spec])]
+    created_at_github = _github_id(garm, new) in sim.state.github.scale_sets
+    for _ in range(8):
+        sim.advance(61)
+        reports.append(asking(client, sim, [spec]))
+        if dropped_and_kept(reports[-1]):
+            break
+    kept = old in names(sim)
+    sim.restart()
+    sim.advance(61 * 4)
+    after = [run(client, sim, [spec]) for _ in range(2)]
+
+    assert reports[0].spec("small").missing_at_github
+    assert created_at_github
+    assert kept
+    assert dropped_and_kept(reports[-1]) == [old]
+    assert names(sim) == {new}
+    assert after[-1].converged
+
+
+def asking(client: GarmClient, sim: GarmSim, specs: Sequence[ScalesetSpec]) -> ReconcileReport:
+    """One pass that asks the simulator's GitHub which scale sets it no longer has."""
+
+    def missing(refs: Sequence[GithubScaleSetRef]) -> frozenset[int]:
+        return frozenset(
+            r.scaleset_id for r in refs if r.github_id not in sim.state.github.scale_sets
+        )
+
+    return reconcile(
+        client,
+        specs,
+        now=sim_now(sim),
+        settings=SETTINGS,
+        sweep_orphans=True,
+        missing_at_github=missing,
+    )

@@ -22,8 +22,9 @@ simulator through `GarmClient`, so the two cannot drift.
 
 Faults: `refuse` (the next calls of an operation answer 400 or 500), `outage` (every call raises
 `GarmUnreachable`), `keep_deletes` (DELETE answers 200 and keeps the scale set: B15),
-`drop_at_github` (GitHub forgot a scale set, its offline deletion: its deletes are kept until
-`restart`, whose worker start creates it again at GitHub under a new `scale_set_id`: B33),
+`drop_at_github` (GitHub forgot a scale set, its offline deletion: GARM still shows its old
+`scale_set_id`, its deletes are kept until `restart`, whose worker start creates it again at
+GitHub under a new `scale_set_id`: B33; `ask_github_about_scalesets` answers as GitHub),
 `drop_labels` (labels GARM/GitHub silently drops at creation), `stuck_boots` (new runners never
 come up: a broken flavor), `runners_report` (False: booted runners never report `idle`, a broken
 image, as the simulator's switch), `github_leftovers` (names GitHub still holds a scale set
@@ -66,7 +67,7 @@ from garm_api import (
     ScaleSetUpdate,
     Template,
 )
-from scaleset_reconciler.plan import BusyRunner
+from scaleset_reconciler.plan import BusyRunner, GithubScaleSetRef
 
 START = datetime.datetime(2026, 11, 29, 22, 50, 7, 62603, tzinfo=datetime.UTC)
 REPO_ID = "c35919a8-8f26-4fc5-ba84-a7386cbd45c8"
@@ -173,8 +174,10 @@ class _Row:
     extended_state: str = ""
     desired_runner_count: int = 0
     generation: int = 0
-    # GitHub's id of the scale set (`scale_set_id`); 0 while GitHub has none (dropped).
+    # GitHub's id of the scale set (`scale_set_id`).
     github_id: int = 0
+    # GitHub dropped the scale set; GARM shows nothing of it and keeps the old id (B33).
+    dropped_at_github: bool = False
 
 
 @dataclasses.dataclass
@@ -378,6 +381,21 @@ class MemoryGarm:
 
         return finished
 
+    def ask_github_about_scalesets(
+        self,
+    ) -> Callable[[Sequence[GithubScaleSetRef]], frozenset[int]]:
+        """A `missing_at_github` that asks this GARM's GitHub (dropped sets are missing)."""
+
+        def missing(refs: Sequence[GithubScaleSetRef]) -> frozenset[int]:
+            self.calls.append(("github scale sets", tuple(ref.name for ref in refs)))
+            return frozenset(
+                ref.scaleset_id
+                for ref in refs
+                if ref.scaleset_id in self.rows and self.rows[ref.scaleset_id].dropped_at_github
+            )
+
+        return missing
+
     def tick(self) -> None:
         """GARM's worker, in the simulator's order (see the module docstring)."""
         for name, runner in list(self.runners.items()):
@@ -528,19 +546,20 @@ class MemoryGarm:
             raise GarmBadRequest(
                 "delete scale set", 400, "Bad Request", "scale set is enabled; disable it first"
             )
-        if self.keep_deletes or not row.github_id:
+        if self.keep_deletes or row.dropped_at_github:
             return
         del self.rows[scaleset_id]
 
     def drop_at_github(self, scaleset_id: int) -> None:
         """GitHub forgets the scale set (its listener stayed offline for days): B33."""
-        self.rows[scaleset_id].github_id = 0
+        self.rows[scaleset_id].dropped_at_github = True
 
     def restart(self) -> None:
         """GARM restarts: each worker start creates a set GitHub lost again there (B33)."""
         for row in self.rows.values():
-            if not row.github_id:
+            if row.dropped_at_github:
                 row.github_id = self._next_github_id()
+                row.dropped_at_github = False
                 row.updated_at = self.now
 
     def _next_github_id(self) -> int:

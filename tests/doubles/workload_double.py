@@ -138,6 +138,11 @@ class RecordingWorkload:
         """The providers whose files the last apply left on disk."""
         return frozenset(self.provider_files)
 
+    def restart(self) -> None:
+        """Record a restart of GARM as it runs (its workers start again)."""
+        self.calls.append("restart")
+        self.restarts += 1
+
     def stop(self) -> None:
         """Record a stop; the lease goes with it, as on the machine."""
         self.calls.append("stop")

@@ -68,7 +68,9 @@ class GarmCharm(ops.CharmBase):
 
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
-        self._stored.set_default(debug_ssh={})
+        self._stored.set_default(
+            debug_ssh={}, github_scalesets_asked_at="", garm_restarted_for_github_at=""
+        )
         # What this hook read from Juju, once: the state, or why the config is invalid.
         self._snapshot: CharmState | InvalidConfigError | None = None
         self._unit_address: str | None = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -43,6 +43,7 @@ from reconcile.bootstrap import (
 from reconcile.credential_rotation import settle_admin_password
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import reconcile_objects
+from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
 from reconcile.metrics_token import token_is_current
 from reconcile.provider_retention import retained_providers, retention_message
 from reconcile.upgrade import Step, progress_message, upgrade_step
@@ -59,7 +60,7 @@ from relations.service_handover import (
     running_flag,
     stopped_for,
 )
-from scaleset_reconciler import ReconcileSettings
+from scaleset_reconciler import ReconcileSettings, dropped_and_kept
 from workload.backup import BackupError, BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import WorkloadError
@@ -441,18 +442,46 @@ class GarmReconciler:
         desired: DesiredState,
         garm_config: GarmConfig,
     ) -> ops.StatusBase:
+        now = self._clock()
+        ask_github = is_due(str(self._stored.github_scalesets_asked_at), now, CHECK_EVERY)
         try:
             outcome = reconcile_objects(
                 client,
                 desired,
-                now=self._clock(),
+                now=now,
                 settings=reconcile_settings(config),
                 proxy=garm_config.proxy,
+                ask_github_scalesets=ask_github,
             )
+            if ask_github:
+                self._stored.github_scalesets_asked_at = now.isoformat()
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
+            self._restart_for_dropped_sets(client, dropped_and_kept(outcome.report), now)
         except (GarmError, WorkloadError) as error:
             return charm_status.interrupted(error)
         return charm_status.objects_reconciled(outcome, kept, has_specs=bool(desired.specs))
+
+    def _restart_for_dropped_sets(
+        self, client: GarmClient, dropped: Sequence[str], now: datetime.datetime
+    ) -> None:
+        """Restart GARM so it deletes old scale sets GitHub dropped (ADR 0029), once an hour.
+
+        GARM keeps such a set through every delete until its worker, at its start, has created
+        it again at GitHub (garm-behaviour B33); GitHub's own answer that the set is gone tells
+        this apart from a delete kept for another cause, which a restart would not help.
+        """
+        last = str(self._stored.garm_restarted_for_github_at)
+        if not dropped or not is_due(last, now, RESTART_EVERY):
+            return
+        logger.warning(
+            "restarting GARM: GitHub dropped the old scale sets %s, which GARM deletes only "
+            "after a restart",
+            ", ".join(dropped),
+        )
+        self._stored.garm_restarted_for_github_at = now.isoformat()
+        self._workload.restart()
+        if not wait_until_serving(client):
+            logger.warning("GARM is not serving yet after its restart; the next hook goes on")
 
     def _release_unused_providers(self, garm: GarmConfig, in_use: Mapping[str, int]) -> str:
         """Drop kept providers GARM has no scale set on any more (one restart); say who stays.

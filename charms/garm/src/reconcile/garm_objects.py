@@ -11,7 +11,7 @@ import datetime
 import logging
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from garm_api import GithubEndpoint, Instance, ScaleSet
@@ -19,6 +19,7 @@ from reconcile.desired_state import DesiredState
 from reconcile.github_agreement import apps_by_entity
 from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
 from reconcile.github_objects import GithubReport, reconcile_github
+from reconcile.github_scalesets import ScaleSetCheck
 from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
 from reconcile.schedule_status import with_schedule
 from reconcile.templates import (
@@ -78,11 +79,14 @@ def reconcile_objects(
     now: datetime.datetime,
     settings: ReconcileSettings,
     proxy: ProxyConfig | None = None,
+    ask_github_scalesets: bool = False,
 ) -> ObjectsOutcome:
     """Run the GitHub pass, then the scale-set pass between the template steps; summarise.
 
     With `proxy` (the model's), the scale-set pass asks GitHub, through it, whether busy
-    runners of retired scale sets still exist, and removes those whose jobs ended (ADR 0015).
+    runners of retired scale sets still exist, and removes those whose jobs ended (ADR 0015);
+    with `ask_github_scalesets` too, it asks whether GitHub still has the scale sets, and
+    creates a live one GitHub dropped again under a new name (ADR 0029).
     """
     github = reconcile_github(api, desired.bindings, complete=desired.complete)
     for warning in github.warnings:
@@ -95,6 +99,11 @@ def reconcile_objects(
         settings=settings,
         sweep_orphans=desired.complete,
         finished_at_github=None if proxy is None else _runner_check(api, desired, proxy),
+        missing_at_github=(
+            _scaleset_check(api, desired, proxy)
+            if proxy is not None and ask_github_scalesets
+            else None
+        ),
         sleep=None if proxy is None else time.sleep,
     )
     cleanup = CleanupReport()
@@ -117,12 +126,22 @@ def reconcile_objects(
 
 def _runner_check(api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig) -> RunnerCheck:
     """Ask GitHub where GARM does, as the App the configurators agree on for each entity."""
+    return RunnerCheck(_endpoint(api), apps_by_entity(desired.bindings), proxy)
 
+
+def _scaleset_check(
+    api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig
+) -> ScaleSetCheck:
+    """Ask GitHub about scale sets where GARM does, as the entity's App."""
+    return ScaleSetCheck(_endpoint(api), apps_by_entity(desired.bindings), proxy)
+
+
+def _endpoint(api: GarmObjectsApi) -> Callable[[], GithubEndpoint | None]:
     def endpoint() -> GithubEndpoint | None:
         endpoints = api.list_github_endpoints()
         return next((e for e in endpoints if e.name == GITHUB_ENDPOINT), None)
 
-    return RunnerCheck(endpoint, apps_by_entity(desired.bindings), proxy)
+    return endpoint
 
 
 def _blocked(

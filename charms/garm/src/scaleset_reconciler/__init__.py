@@ -10,17 +10,19 @@ imports ops. The changeover is explained in docs/explanation/scaleset-changeover
 from scaleset_reconciler.executor import (
     SETTLE_LIMIT,
     FinishedAtGithub,
+    MissingAtGithub,
     ScalesetApi,
     preview,
     reconcile,
 )
-from scaleset_reconciler.plan import BusyRunner, ReconcileSettings
+from scaleset_reconciler.plan import BusyRunner, GithubScaleSetRef, ReconcileSettings
 from scaleset_reconciler.report import (
     Phase,
     PredecessorReport,
     ReconcileReport,
     SpecReport,
     blocked_message,
+    dropped_and_kept,
     retry_message,
     status_message,
 )
@@ -29,6 +31,8 @@ __all__ = [
     "SETTLE_LIMIT",
     "BusyRunner",
     "FinishedAtGithub",
+    "GithubScaleSetRef",
+    "MissingAtGithub",
     "Phase",
     "PredecessorReport",
     "ReconcileReport",
@@ -36,6 +40,7 @@ __all__ = [
     "ScalesetApi",
     "SpecReport",
     "blocked_message",
+    "dropped_and_kept",
     "preview",
     "reconcile",
     "retry_message",

@@ -45,6 +45,7 @@ from scaleset_reconciler.plan import (
     CreateAction,
     DeleteAction,
     ForceRemoveAction,
+    GithubScaleSetRef,
     Needs,
     Observed,
     Plan,
@@ -60,6 +61,7 @@ from scaleset_reconciler.plan import (
     orphan_owner,
     plan,
     prepare,
+    to_look_up_at_github,
 )
 from scaleset_reconciler.report import (
     REPEATED_DELETE_FAILURES,
@@ -82,6 +84,8 @@ SETTLE_LIMIT = 20.0
 
 # Names of the runners (of those asked about) that GitHub positively no longer lists.
 FinishedAtGithub = Callable[[Sequence[BusyRunner]], frozenset[str]]
+# GARM ids of the scale sets (of those asked about) that GitHub positively no longer has.
+MissingAtGithub = Callable[[Sequence[GithubScaleSetRef]], frozenset[int]]
 
 
 class ScalesetApi(Protocol):
@@ -134,6 +138,7 @@ def reconcile(
     settings: ReconcileSettings | None = None,
     sweep_orphans: bool,
     finished_at_github: FinishedAtGithub | None = None,
+    missing_at_github: MissingAtGithub | None = None,
     sleep: Callable[[float], None] | None = None,
 ) -> ReconcileReport:
     """Run one pass: observe GARM, plan, execute, confirm deletes, report.
@@ -149,6 +154,9 @@ def reconcile(
         finished_at_github: asked, only when a retired scale set has busy runners, which of
             them GitHub no longer lists; those are removed at once. None: never asked, so GARM
             (or the drain deadline) removes them.
+        missing_at_github: asked, once per call, which serving scale sets (and retired ones
+            whose delete GARM kept) GitHub no longer has; a live one is created again under
+            a new name (ADR 0029). None: not asked.
         sleep: how the pass waits for GARM to remove such runners before deleting the scale
             set they emptied; None: no waiting, the next pass deletes it.
 
@@ -163,11 +171,12 @@ def reconcile(
     settings = settings or ReconcileSettings()
     counted = _CountingApi(api)
     prepared = prepare(specs, settings)
+    missing = None if missing_at_github is None else _AskedOnce(missing_at_github)
     passes = _Passes(counted, prepared, now, settings, sweep_orphans)
-    report, emptied = passes.run(finished_at_github)
+    report, emptied = passes.run(finished_at_github, missing)
     if emptied and sleep is not None and not report.all_errors():
         _await_removal(counted, emptied, sleep)
-        report, _ = passes.run(None)
+        report, _ = passes.run(None, missing)
     report.requests, report.writes = counted.requests, counted.writes
     for error in report.all_errors():
         logger.warning("scale sets: %s", error)
@@ -187,7 +196,11 @@ class _Passes:
     settings: ReconcileSettings
     sweep_orphans: bool
 
-    def run(self, finished_at_github: FinishedAtGithub | None) -> tuple[ReconcileReport, set[int]]:
+    def run(
+        self,
+        finished_at_github: FinishedAtGithub | None,
+        missing_at_github: MissingAtGithub | None = None,
+    ) -> tuple[ReconcileReport, set[int]]:
         """Run one pass; return its report and the scale sets it emptied of finished runners."""
         listed = self.api.list_scalesets()
         grouping = group(self.prepared, listed)
@@ -201,6 +214,9 @@ class _Passes:
         busy = busy_on_retired(grouping, observed)
         if busy and finished_at_github is not None:
             observed = dataclasses.replace(observed, finished=finished_at_github(busy))
+        refs = to_look_up_at_github(grouping) if missing_at_github is not None else []
+        if refs and missing_at_github is not None:
+            observed = dataclasses.replace(observed, missing_at_github=missing_at_github(refs))
         the_plan = plan(
             self.prepared,
             grouping,
@@ -214,6 +230,23 @@ class _Passes:
         report = the_plan.report
         report.provider_scalesets = _per_provider(executor.held_after(listed))
         return report, _emptied(report, executor.removed_finished, listed)
+
+
+class _AskedOnce:
+    """Asks GitHub at the first pass only; a second pass of the same call reuses the answer.
+
+    The second pass comes seconds later: GitHub's answer still holds, and the time budget for
+    GitHub is one per call.
+    """
+
+    def __init__(self, ask: MissingAtGithub) -> None:
+        self._ask = ask
+        self._answer: frozenset[int] | None = None
+
+    def __call__(self, refs: Sequence[GithubScaleSetRef]) -> frozenset[int]:
+        if self._answer is None:
+            self._answer = self._ask(refs)
+        return self._answer
 
 
 def _emptied(

@@ -503,6 +503,8 @@ class Observed:
 
     # Busy runners of retired scale sets that GitHub no longer lists: their jobs ended.
     finished: frozenset[str] = frozenset()
+    # GARM ids of scale sets GitHub answered it no longer has (ADR 0029).
+    missing_at_github: frozenset[int] = frozenset()
 
     def runners(self, scaleset_id: int) -> Sequence[Instance]:
         """Return the instances of one scale set."""
@@ -539,6 +541,64 @@ def busy_on_retired(grouping: Grouping, observed: Observed) -> list[BusyRunner]:
 
 def _busy(runner: Instance) -> bool:
     return runner.status == "running" and runner.runner_status == "active" and runner.agent_id > 0
+
+
+@dataclasses.dataclass(frozen=True)
+class GithubScaleSetRef:
+    """A scale set to look up at GitHub, as GARM's worker looks it up: by name and runner group.
+
+    Attributes:
+        scaleset_id: GARM's id, what the answer names.
+        name: the scale set's name at GitHub (GARM's name).
+        github_id: GitHub's id of it, as GARM recorded it.
+        runner_group: the runner group's name ("" or "Default": the default group).
+        entity_kind: the entity's kind.
+        entity_name: the entity's name (`owner/repo` for a repository).
+    """
+
+    scaleset_id: int
+    name: str
+    github_id: int
+    runner_group: str
+    entity_kind: EntityKind
+    entity_name: str
+
+
+def to_look_up_at_github(grouping: Grouping) -> list[GithubScaleSetRef]:
+    """Return the scale sets worth asking GitHub whether it still has them (ADR 0029).
+
+    Each live scale set that serves, and each retired one whose delete GARM kept: GitHub
+    deletes a scale set whose listener stayed offline for days, and GARM's API shows nothing
+    of it (garm-behaviour B33). One GARM has not created at GitHub yet (no GitHub id) is not
+    asked about.
+    """
+    members: list[Member] = []
+    for family in grouping.families.values():
+        if family.live is not None and _serves(family.live):
+            members.append(family.live)
+        members += [m for m in family.predecessors if _delete_kept(m)]
+    members += [m for m in grouping.orphans if _delete_kept(m)]
+    return [
+        GithubScaleSetRef(
+            m.scaleset.id,
+            m.scaleset.name,
+            m.scaleset.github_scale_set_id,
+            m.scaleset.runner_group,
+            m.scaleset.entity_kind,
+            m.scaleset.entity_name,
+        )
+        for m in members
+        if m.scaleset.github_scale_set_id > 0
+    ]
+
+
+def _serves(member: Member) -> bool:
+    return member.scaleset.enabled and (member.marker is None or not member.marker.retired)
+
+
+def _delete_kept(member: Member) -> bool:
+    marker = member.marker
+    return marker is not None and marker.retired and marker.delete_failures > 0
 
 
 @dataclasses.dataclass
@@ -628,6 +688,8 @@ def plan_spec(
         spec, family, context, report
     )
     retry = _plan_label_retry(entry, family.live, context, report)
+    if retry is None:
+        retry = _plan_github_recreate(entry, family.live, context, report)
     if retry is not None:
         actions.append(retry)
     for member in family.predecessors:
@@ -637,7 +699,7 @@ def plan_spec(
         )
         report.predecessors.append(predecessor)
         actions.extend(retire_actions)
-    _summarise(report, ready)
+    _summarise(report, ready and not report.missing_at_github)
     _report_stuck(report, stuck)
     return report, actions
 
@@ -945,6 +1007,33 @@ def _plan_label_retry(
     )
 
 
+def _plan_github_recreate(
+    entry: SpecEntry, live: Member, context: _Context, report: SpecReport
+) -> CreateAction | None:
+    """Create the next attempt when GitHub answered that it no longer has the live scale set.
+
+    GARM keeps listening for a scale set GitHub deleted, and its API shows nothing of it
+    (garm-behaviour B33): a new attempt, under a new name, is created at GitHub at once and
+    takes over as any further attempt does; the old one is retired and deleted (ADR 0029).
+    """
+    if live.scaleset.id not in context.observed.missing_at_github or not _serves(live):
+        return None
+    report.missing_at_github = True
+    report.message = (
+        f"GitHub no longer has the scale set {live.scaleset.name!r} (its listener was offline "
+        "too long?); creating it again under a new name"
+    )
+    report.warnings.append(report.message)
+    scaleset = live.scaleset
+    return create_action(
+        entry.spec,
+        scaleset.entity_kind,
+        scaleset.entity_id,
+        attempt_of(live) + 1,
+        context.settings.max_name_length,
+    )
+
+
 def _redundant_attempt(
     spec: ScalesetSpec, member: Member, live: Member, context: _Context
 ) -> bool:
@@ -1046,6 +1135,7 @@ def _drain(
         seconds_left=left,
         delete_failures=marker.delete_failures,
         deadline=deadline,
+        missing_at_github=scaleset.id in context.observed.missing_at_github,
     )
     if not runners:
         report.phase = Phase.DELETING

@@ -64,6 +64,8 @@ class PredecessorReport:
     delete_failures: int = 0
     delete_retry_at: datetime.datetime | None = None
     deadline: datetime.datetime | None = None
+    # GitHub answered that it no longer has this scale set (ADR 0029).
+    missing_at_github: bool = False
 
 
 @dataclasses.dataclass
@@ -222,6 +224,15 @@ def retry_message(report: ReconcileReport, limit: int = 2) -> str:
     return fit(entries, "; ", most=limit)
 
 
+def dropped_and_kept(report: ReconcileReport) -> list[str]:
+    """Old scale sets GARM kept through a delete that GitHub answered it no longer has.
+
+    GARM deletes such a set only after its restart has created it again at GitHub
+    (garm-behaviour B33); the charm restarts GARM for them (ADR 0029).
+    """
+    return [kept.name for _, kept in _kept_deletes(report) if kept.missing_at_github]
+
+
 def _retry(kept: PredecessorReport) -> str:
     if kept.delete_retry_at is None:
         return "retrying"
@@ -304,6 +315,8 @@ def _refreshing_text(outdated: int) -> str:
 
 def _creating_text(spec: SpecReport) -> str:
     """The new scale set is being created, or waits for the grace or for a runner online."""
+    if spec.missing_at_github:
+        return "GitHub dropped its scale set; creating a new one"
     if spec.serves_in is not None:
         return f"handing over (new set serves in {_duration(spec.serves_in)})"
     if spec.awaiting_runner_until is not None:

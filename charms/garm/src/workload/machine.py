@@ -112,6 +112,14 @@ class Workload:
         """Whether systemd reports GARM active."""
         return service.is_running()
 
+    def restart(self) -> None:
+        """Restart GARM as it runs: its scale-set workers look their sets up at GitHub again.
+
+        Raises:
+            CommandError: systemd refused.
+        """
+        service.restart()
+
     def stop(self) -> None:
         """Stop GARM (a standby unit, or before removal) and forget how it was started.
 

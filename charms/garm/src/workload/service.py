@@ -62,6 +62,16 @@ def restart_if_changed(
     return True
 
 
+def restart() -> None:
+    """Restart GARM as it runs (the same files and binaries), e.g. so its workers start again.
+
+    Raises:
+        CommandError: systemd refused.
+    """
+    _systemd("restart", systemd.service_restart, SERVICE_NAME)
+    logger.info("GARM restarted")
+
+
 def fingerprint(
     files: Mapping[Path, RenderedFile], proxy: ProxyConfig, installed: Mapping[str, str]
 ) -> str:

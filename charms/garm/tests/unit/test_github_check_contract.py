@@ -22,7 +22,7 @@ from fake_github import FakeGitHub, FakeGitHubConfig, Fault
 from fake_github.proxy_sink import ProxySink
 from fake_github.tunnel_proxy import TunnelProxy
 from garm_api.models import EntityKind, GithubEndpoint
-from reconcile import runner_checks
+from reconcile import github_http
 from reconcile.github_objects import GithubApp
 from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler.plan import BusyRunner, entity_key
@@ -75,7 +75,7 @@ def ghes(issuer: Issuer, tmp_path: Path) -> Iterator[FakeGitHub]:
 @pytest.fixture(autouse=True)
 def _short_read_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     """A held answer times out in half a second (the charm waits longer)."""
-    monkeypatch.setattr(runner_checks, "READ_TIMEOUT_SECONDS", READ_TIMEOUT)
+    monkeypatch.setattr(github_http, "READ_TIMEOUT_SECONDS", READ_TIMEOUT)
 
 
 def ask(

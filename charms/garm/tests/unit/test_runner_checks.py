@@ -14,8 +14,9 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from fake_github import FakeGitHub, FakeGitHubConfig
 from garm_api import GarmBadRequest, GarmUnreachable
 from garm_api.models import EntityKind, GithubEndpoint
+from reconcile.github_http import app_jwt
 from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import RunnerCheck, app_jwt
+from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler.plan import BusyRunner, entity_key
 from workload.config import ProxyConfig
 

@@ -17,8 +17,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from test_scaleset_finished_jobs import endpoint
 
 from garm_api.models import EntityKind
+from reconcile.github_http import GithubUnavailable, app_jwt
 from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import GithubUnavailable, RunnerCheck, _Progress, app_jwt
+from reconcile.runner_checks import RunnerCheck, _Progress
 from scaleset_reconciler.plan import BusyRunner, entity_key
 from workload.config import ProxyConfig
 
@@ -114,11 +115,11 @@ def test_an_answer_after_the_budget_is_not_recorded():
     """
     progress = _Progress(deadline=float("inf"))
     progress.confirm("garm-1")
-    closed = progress.close()
+    closed = progress.finish()
 
     progress.confirm("garm-2")
 
     assert closed == frozenset({"garm-1"})
-    assert progress.close() == frozenset({"garm-1"})
+    assert progress.finish() == frozenset({"garm-1"})
     with pytest.raises(GithubUnavailable, match="budget"):
         progress.remaining()

@@ -51,9 +51,11 @@ from garm_api import GarmApiError, GarmUnreachable
 from garm_api.models import EntityKind, normalise_labels
 from scaleset_reconciler import (
     FinishedAtGithub,
+    MissingAtGithub,
     Phase,
     ReconcileReport,
     blocked_message,
+    dropped_and_kept,
     reconcile,
 )
 from scaleset_reconciler.naming import live_name
@@ -407,9 +409,23 @@ class ScalesetMachine(RuleBasedStateMachine):
 
     @rule()
     def restart_garm(self) -> None:
-        """GARM restarts: its database stays, refusals queued in memory are gone."""
+        """GARM restarts: its database stays, refusals queued in memory are gone.
+
+        Its workers create the scale sets GitHub dropped again at GitHub (B33).
+        """
         self.garm.refusals.clear()
+        self.garm.restart()
         self.garm.tick()
+
+    @rule(logical=st.sampled_from(LOGICAL))
+    def github_drops_live_set(self, logical: str) -> None:
+        """GitHub deletes the spec's newest enabled scale set: its listener was offline for days.
+
+        GARM shows nothing of it; only the charm's question to GitHub tells (ADR 0029).
+        """
+        enabled = [row for row in self._family(logical) if row.enabled]
+        if enabled:
+            self.garm.drop_at_github(max(enabled, key=lambda row: row.id).id)
 
     @rule(logical=st.sampled_from(LOGICAL), labels=st.sampled_from(LABEL_SETS))
     def restart_charm(self, logical: str, labels: tuple[str, ...]) -> None:
@@ -514,8 +530,12 @@ class ScalesetMachine(RuleBasedStateMachine):
                 settings=SETTINGS,
                 sweep_orphans=True,
                 finished_at_github=self._github(),
+                missing_at_github=self._github_scalesets(),
                 sleep=garm.advance,
             )
+            if dropped_and_kept(report):
+                # What the charm does with the answer: restart GARM (charm_reconcile).
+                garm.restart()
         except GarmUnreachable:
             assert garm.outage
             _corner(self, "a pass during an outage")
@@ -708,6 +728,8 @@ class ScalesetMachine(RuleBasedStateMachine):
         garm.refusals.clear()
         garm.drop_labels = set()
         garm.stuck_boots = False
+        # A set GitHub dropped is deleted only once GitHub answers the charm (ADR 0029).
+        self.github_answers = True
         for name in [n for n, r in garm.runners.items() if r.runner_status == "active"]:
             garm.finish_job(name)
         if any(r.job_finished_at is not None for r in garm.runners.values()):
@@ -771,6 +793,8 @@ class ScalesetMachine(RuleBasedStateMachine):
             dict(spec.extra_specs),
         )
         problems = [f"{logical}: {row.name} is {got}, wanted {wanted}"] if got != wanted else []
+        if row.dropped_at_github:
+            problems.append(f"{logical}: {row.name} serves nothing: GitHub dropped it")
         # Known limit: a generation created with labels GitHub dropped, whose marker write then
         # failed and whose spec changed before the next pass, cannot be told from a hand-made
         # one; it is left alone and every report names it.
@@ -855,6 +879,12 @@ class ScalesetMachine(RuleBasedStateMachine):
         if self.github_answers:
             return self.garm.ask_github()
         return lambda busy: frozenset()
+
+    def _github_scalesets(self) -> MissingAtGithub:
+        """GitHub as the charm asks it about scale sets: the dropped ones, or no answer."""
+        if self.github_answers:
+            return self.garm.ask_github_about_scalesets()
+        return lambda refs: frozenset()
 
     def _specs(self) -> list[ScalesetSpec]:
         return [self._spec(n) for n in LOGICAL if n in self.configured]

@@ -1,0 +1,255 @@
+"""How the charm asks GitHub itself: as an entity's App installation, within one time budget.
+
+Two checks ask GitHub directly, never through GARM: which busy runners of retired scale sets
+GitHub no longer lists (`runner_checks`, ADR 0015), and which scale sets GitHub no longer has
+(`github_scalesets`, ADR 0029). Both go to the API base URL of GARM's `github.com` endpoint (so a
+GitHub Enterprise Server endpoint is asked where GARM asks it), trust the endpoint's CA bundle,
+go through the model's proxy, use short timeouts and share one time budget per pass: a read
+timeout bounds one read only, so an answer dripping a byte at a time would hold the hook for
+minutes. Every doubt is a `GithubUnavailable`, and both checks act only on positive evidence.
+`cryptography` and `requests` are imported only when there is something to ask.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from collections.abc import Generator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from garm_api.models import EntityKind, GithubEndpoint
+from reconcile.github_objects import GithubApp
+from workload.config import ProxyConfig
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+READ_TIMEOUT_SECONDS = 10.0
+# GitHub accepts an App JWT issued at most 10 minutes ahead of its expiry; back-dating `iat`
+# allows for a clock behind GitHub's.
+JWT_BACKDATE_SECONDS = 60
+JWT_LIFETIME_SECONDS = 540
+_HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
+_PATHS = {
+    EntityKind.REPOSITORY: "repos",
+    EntityKind.ORGANIZATION: "orgs",
+    EntityKind.ENTERPRISE: "enterprises",
+}
+
+
+class GithubUnavailable(Exception):
+    """GitHub did not answer, refused, or answered something unexpected (no secrets inside)."""
+
+
+class Budget:
+    """The time one pass may wait on GitHub; once spent or closed, no further call starts.
+
+    Shared by the hook's thread and the worker that asks GitHub (see `ask_within`).
+    """
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def remaining(self) -> float:
+        """Seconds left of the budget.
+
+        Raises:
+            GithubUnavailable: the budget is spent or closed: no further call may start.
+        """
+        with self.lock:
+            left = 0.0 if self.closed else self.deadline - time.monotonic()
+        if left <= 0:
+            raise GithubUnavailable("the time budget for GitHub is spent")
+        return left
+
+    def close(self) -> bool:
+        """End the pass; return whether the budget ran out first (an answer was cut short)."""
+        with self.lock:
+            spent = not self.closed and time.monotonic() >= self.deadline
+            self.closed = True
+            return spent
+
+
+def ask_within(budget: Budget, seconds: float, ask: Any, name: str) -> None:
+    """Run `ask()` in a worker thread for at most `seconds`, then close the budget.
+
+    A blocked socket read cannot be interrupted from here, so the worker is a daemon thread
+    left to finish (or to die with the hook's process); the closed budget refuses its later
+    calls, and what it records after `close` is not used.
+
+    Raises:
+        BaseException: whatever `ask` raised, if it ended within the time (a bug, not GitHub:
+            it fails the hook as it would without a thread).
+    """
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            ask()
+        except BaseException as error:  # re-raised below, in the hook's thread
+            failure.append(error)
+
+    worker = threading.Thread(target=run, name=name, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if failure and not worker.is_alive():
+        raise failure[0]
+
+
+def entity_path(kind: EntityKind, name: str) -> str:
+    """The entity's path under the REST API, e.g. `orgs/acme` or `repos/acme/widgets`."""
+    return "/".join([_PATHS[kind], *(quote(part, safe="") for part in name.split("/"))])
+
+
+@contextmanager
+def session(endpoint: GithubEndpoint, proxy: ProxyConfig, budget: Budget) -> Generator[Http]:
+    """A `requests` session for the endpoint: its CA bundle if it has one, the model's proxy."""
+    import tempfile  # noqa: PLC0415 - only a pass that asks GitHub pays for these
+
+    import requests  # noqa: PLC0415
+
+    http_session = requests.Session()
+    # The hook's own environment (proxy variables, .netrc, CA overrides) does not apply.
+    http_session.trust_env = False
+    http_session.headers.update(_HEADERS)
+    try:
+        with tempfile.NamedTemporaryFile(suffix=".pem") as bundle:
+            verify: str | bool = True
+            if endpoint.ca_cert_bundle:
+                bundle.write(endpoint.ca_cert_bundle)
+                bundle.flush()
+                verify = bundle.name
+            yield Http(http_session, endpoint.api_base_url.rstrip("/"), proxy, verify, budget)
+    finally:
+        http_session.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class Http:
+    """Calls to one GitHub endpoint within the pass's budget; every doubt raises.
+
+    Attributes:
+        session: the `requests` session.
+        base: the endpoint's API base URL, without a trailing slash.
+        proxy: the model's proxy.
+        verify: the CA bundle's path, or True for the system's CAs.
+        budget: the pass's time budget.
+    """
+
+    session: Any
+    base: str
+    proxy: ProxyConfig
+    verify: str | bool
+    budget: Budget
+
+    def installation_token(self, app: GithubApp, now: float) -> str:
+        """Exchange the App's JWT for an installation token (never logged)."""
+        url = f"{self.base}/app/installations/{app.installation_id}/access_tokens"
+        response = self.send("POST", url, f"Bearer {app_jwt(app, now)}", expect=(201,))
+        return string_field(response, "token", "the installation token answer")
+
+    def get(self, path: str, token: str, *, expect: tuple[int, ...]) -> int:
+        """GET `path` under the API base URL; return the status, one of `expect`."""
+        response = self.send("GET", f"{self.base}/{path}", f"Bearer {token}", expect=expect)
+        return response.status_code
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        authorization: str,
+        *,
+        expect: tuple[int, ...],
+        body: Any = None,
+    ) -> Any:
+        """Send one request to `url` (no redirects); return the response, its status in `expect`.
+
+        Raises:
+            GithubUnavailable: no answer, another status, or the budget is spent.
+        """
+        import requests  # noqa: PLC0415
+
+        left = self.budget.remaining()
+        try:
+            response = self.session.request(
+                method,
+                url,
+                headers={"Authorization": authorization},
+                data=None if body is None else json.dumps(body),
+                timeout=(min(CONNECT_TIMEOUT_SECONDS, left), min(READ_TIMEOUT_SECONDS, left)),
+                proxies=self.proxy.requests_proxies(url),
+                verify=self.verify,
+                allow_redirects=False,
+            )
+        except requests.RequestException as error:
+            # requests' messages carry URLs (a proxy's credentials too): name the kind only.
+            raise GithubUnavailable(f"no answer ({type(error).__name__})") from None
+        if response.status_code not in expect:
+            raise GithubUnavailable(f"HTTP {response.status_code} for {method} {_path(url)}")
+        return response
+
+
+def json_object(response: Any, what: str) -> dict[str, Any]:
+    """The response's JSON object; a UTF-8 byte order mark before it is allowed.
+
+    GARM strips one from the Actions service's answers, so the charm does too.
+
+    Raises:
+        GithubUnavailable: the body is not a JSON object.
+    """
+    try:
+        loaded: Any = json.loads(response.content.decode("utf-8-sig"))
+    except (ValueError, UnicodeDecodeError):
+        raise GithubUnavailable(f"{what} is not JSON") from None
+    if not isinstance(loaded, dict):
+        raise GithubUnavailable(f"{what} is not a JSON object")
+    return dict(loaded)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def string_field(response: Any, key: str, what: str) -> str:
+    """The non-empty string `key` of the response's JSON object (a token, a URL).
+
+    Raises:
+        GithubUnavailable: the body is not a JSON object or has no such string.
+    """
+    value = json_object(response, what).get(key)
+    if not isinstance(value, str) or not value:
+        raise GithubUnavailable(f"{what} has no {key}")
+    return value
+
+
+def _path(url: str) -> str:
+    """The URL's path (no query): what the log may show of a GitHub call."""
+    return urlsplit(url).path
+
+
+def app_jwt(app: GithubApp, now: float) -> str:
+    """The App's RS256 JWT (`iss` = App id), valid for 9 minutes from a minute ago.
+
+    Raises:
+        GithubUnavailable: the private key is not an RSA key in PEM form.
+    """
+    import base64  # noqa: PLC0415
+
+    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa  # noqa: PLC0415
+
+    def part(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    try:
+        key = serialization.load_pem_private_key(app.private_key_pem, password=None)
+    except (ValueError, TypeError):
+        raise GithubUnavailable("the GitHub App's private key is not a PEM key") from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise GithubUnavailable("the GitHub App's private key is not an RSA key")
+    issued = int(now) - JWT_BACKDATE_SECONDS
+    claims = {"iat": issued, "exp": issued + JWT_LIFETIME_SECONDS, "iss": str(app.app_id)}
+    header = part(json.dumps({"alg": "RS256", "typ": "JWT"}).encode())
+    signing_input = f"{header}.{part(json.dumps(claims).encode())}"
+    signature = key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
+    return f"{signing_input}.{part(signature)}"
