@@ -33,6 +33,7 @@ from pathlib import Path
 from doubles.workload_double import this_users_ids
 from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, run_command
 from workload.machine import Workload
+from workload.exporter import CharmExporter, ExporterPaths
 from workload.tick import ReconcileTick, TickPaths
 
 HERE = Path(__file__).resolve().parent
@@ -132,6 +133,10 @@ class Machine:
     def reconcile_tick(self) -> ReconcileTick:
         """The charm's reconcile-tick timer, rooted here (never the machine's own systemd)."""
         return ReconcileTick(TickPaths(self.root))
+
+    def charm_exporter(self) -> CharmExporter:
+        """The charm's metrics exporter, rooted here, on a free port (tests run side by side)."""
+        return CharmExporter(ExporterPaths(self.root), port=0)
 
     def path_with_systemctl(self) -> str:
         """A PATH with the stand-in first."""

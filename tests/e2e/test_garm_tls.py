@@ -145,6 +145,7 @@ def tls_machine(
         cannot_run(reason)
     monkeypatch.setattr(charm, "Workload", machine.workload)
     monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
+    monkeypatch.setattr(charm, "CharmExporter", machine.charm_exporter)
     # As in test_garm_machine.py: a proxy sink on loopback, so GARM resolves no name.
     monkeypatch.setenv("JUJU_CHARM_HTTP_PROXY", github.url)
     monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", github.url)

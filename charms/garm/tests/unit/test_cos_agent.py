@@ -78,7 +78,8 @@ def metric_names(expression: str) -> set[str]:
 def test_leader_publishes_a_scrape_job_for_garms_metrics():
     """Arrange: the unit runs GARM on port 9997. Act: build.
 
-    Assert: one job, localhost:9997, sending the token from the file the charm keeps it in.
+    Assert: GARM's job, localhost:9997, sending the token from the file the charm keeps it in;
+    then the charm exporter's job, on loopback at its fixed port, with no credentials.
     """
     config = build(runs_garm=True, port=9997)
 
@@ -88,7 +89,12 @@ def test_leader_publishes_a_scrape_job_for_garms_metrics():
             "metrics_path": "/metrics",
             "static_configs": [{"targets": ["localhost:9997"]}],
             "authorization": {"type": "Bearer", "credentials_file": "/etc/garm/metrics-token"},
-        }
+        },
+        {
+            "job_name": "garm-charm",
+            "metrics_path": "/metrics",
+            "static_configs": [{"targets": ["127.0.0.1:9998"]}],
+        },
     ]
 
 
@@ -99,7 +105,8 @@ def test_with_tls_the_scrape_is_https_verified_against_the_ca_file():
     """
     config = build(runs_garm=True, port=9997, tls=True)
 
-    [job] = config["metrics_scrape_jobs"]
+    job, exporter_job = config["metrics_scrape_jobs"]
+    assert "scheme" not in exporter_job, "the exporter serves plain HTTP on loopback"
     assert job["scheme"] == "https"
     assert job["tls_config"] == {"ca_file": "/etc/garm/ca.pem"}
     assert job["authorization"]["credentials_file"] == "/etc/garm/metrics-token"
