@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from doubles.workload_double import this_users_ids
+from workload.exporter import CharmExporter, ExporterPaths
 from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, run_command
 from workload.machine import Workload
-from workload.exporter import CharmExporter, ExporterPaths
 from workload.tick import ReconcileTick, TickPaths
 
 HERE = Path(__file__).resolve().parent
