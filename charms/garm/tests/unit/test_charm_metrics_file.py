@@ -58,7 +58,7 @@ def unit_state(
     leader: bool = True,
     cos: bool = True,
     peers: dict[str, str] | None = None,
-    **config: Any,
+    config: dict[str, Any] | None = None,
 ) -> testing.State:
     """A unit with `small` related, COS related unless `cos=False`, peers' app data `peers`."""
     related = configurator(app_key)
@@ -70,7 +70,7 @@ def unit_state(
     return testing.State(
         leader=leader,
         resources=resources,
-        config={"port": sim.port, "external-url": "https://garm.example.com", **config},
+        config={"port": sim.port, "external-url": "https://garm.example.com", **(config or {})},
         relations=relations,
         secrets={*related.secrets, *garm_secrets()},
     )
@@ -235,7 +235,8 @@ def test_a_systemd_failure_of_the_exporter_leaves_garms_reconcile_alone(
     ctx = testing.Context(charm.GarmCharm)
 
     out = ctx.run(
-        ctx.on.config_changed(), unit_state(sim, resources, app_key, **{"reconcile-interval": "0"})
+        ctx.on.config_changed(),
+        unit_state(sim, resources, app_key, config={"reconcile-interval": "0"}),
     )
 
     assert out.unit_status == ops.ActiveStatus("'small': creating")
@@ -252,7 +253,9 @@ def test_the_exporters_port_is_refused_for_garm(
     """
     ctx = testing.Context(charm.GarmCharm)
 
-    out = ctx.run(ctx.on.config_changed(), unit_state(sim, resources, app_key, port=9998))
+    out = ctx.run(
+        ctx.on.config_changed(), unit_state(sim, resources, app_key, config={"port": 9998})
+    )
 
     assert isinstance(out.unit_status, ops.BlockedStatus)
     assert "port" in out.unit_status.message
