@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from cosl import DashboardPath40UID, JujuTopology, LZMABase64
 
+from reconcile.charm_metrics import METRIC_NAMES
 from relations import cos_agent
 
 MODEL_UUID = "3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b"
@@ -36,8 +37,11 @@ KNOWN_METRICS = {
     # Seen in v0.2.1's /metrics (tests/contract/test_targets_metrics.py's scale set).
     "garm_scaleset_min_idle_runners",
 }
+# And what the charm's own exporter serves (ADR 0030).
+KNOWN_METRICS |= METRIC_NAMES
 # Words in PromQL that are not metric names.
 _PROMQL_WORDS = {"sum", "by", "rate", "increase", "max", "or", "vector", "and", "on"}
+_PROMQL_WORDS |= {"unless", "time", "min_over_time", "max_over_time"}
 
 
 def build(
@@ -69,7 +73,7 @@ def dashboards_of(config: dict[str, Any]) -> list[dict[str, Any]]:
 def metric_names(expression: str) -> set[str]:
     """Identifiers that PromQL reads as metric names (labels and strings removed)."""
     without_matchers = re.sub(r"\{[^}]*\}|\"[^\"]*\"", " ", expression)
-    without_by = re.sub(r"\bby\s*\([^)]*\)", " ", without_matchers)
+    without_by = re.sub(r"\b(?:by|on)\s*\([^)]*\)", " ", without_matchers)
     without_ranges = re.sub(r"\[[^\]]*\]", " ", without_by)
     words = set(re.findall(r"[a-zA-Z_][a-zA-Z0-9_]*", without_ranges))
     return words - _PROMQL_WORDS
@@ -171,10 +175,10 @@ def test_dashboards_decode_to_json_with_uid_and_charm_tag():
     assert dashboard["panels"]
 
 
-def test_rules_and_dashboards_use_only_metrics_garm_exports():
+def test_rules_and_dashboards_use_only_metrics_garm_or_the_charm_exports():
     """Arrange: the charm's rules and dashboard. Act: read every expression.
 
-    Assert: each metric name is one GARM exports (or Prometheus' `up`).
+    Assert: each metric name is one GARM or the charm's exporter exports (or Prometheus' `up`).
     """
     config = build()
     expressions = [rule["expr"] for rule in rules_of(config)]
