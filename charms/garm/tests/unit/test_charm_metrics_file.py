@@ -261,3 +261,34 @@ def test_the_exporters_port_is_refused_for_garm(
     assert "port" in out.unit_status.message
     assert "metrics exporter" in out.unit_status.message
     assert cos_agent.EXPORTER_JOB_NAME == "garm-charm"
+
+
+def test_a_stuck_runner_the_charm_removes_is_counted_once_across_hooks(
+    sim: GarmSim,
+    resources: frozenset[testing.Resource],
+    app_key: str,
+    charm_exporter: CharmExporter,
+):
+    """Arrange: `small` served with its idle runner; the runner then errors (a provider fault).
+
+    Act: 31 minutes later a hook (runner-stuck-timeout 30m), then another hook.
+    Assert: the first removes the runner and the counter reads 1; the next, which removes
+    nothing, still reads 1 (carried through the state file, not counted again).
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    config = {"handover-grace": "1s"}
+    state = ctx.run(ctx.on.config_changed(), unit_state(sim, resources, app_key, config=config))
+    sim.advance(120)
+    state = ctx.run(ctx.on.update_status(), state)
+    (runner,) = sim.instances()
+    sim.set_provider_fault(runner.name, b"no valid host was found")
+    sim.clock.advance(31 * 60)
+
+    state = ctx.run(ctx.on.update_status(), state)
+    after_removal = served(charm_exporter)
+    ctx.run(ctx.on.update_status(), state)
+
+    assert runner.name not in [instance.name for instance in sim.instances()]
+    counted = f"garm_charm_scaleset_stuck_runners_removed_total{LABELS} 1\n"
+    assert counted in after_removal
+    assert counted in served(charm_exporter)
