@@ -218,7 +218,8 @@ def _port(value: Any) -> int:
     if not MIN_PORT <= value <= MAX_PORT:
         raise ValueError(f"must be {MIN_PORT}-{MAX_PORT} (GARM runs unprivileged)")
     if value == EXPORTER_PORT:
-        raise ValueError(f"must not be {EXPORTER_PORT}, the port of the charm's metrics exporter")
+        exporter = f"{EXPORTER_PORT} (the charm's metrics exporter)"
+        raise ValueError(f"must not be {exporter}: pick another")
     return value
 
 
