@@ -25,12 +25,14 @@ import io
 import json
 import os
 import shlex
+import socket
 import sys
 import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from doubles.workload_double import this_users_ids
+from workload.exporter import CharmExporter, ExporterPaths
 from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, run_command
 from workload.machine import Workload
 from workload.tick import ReconcileTick, TickPaths
@@ -115,6 +117,7 @@ class Machine:
         for path in (self.root, self.systemd, self.bin, self.provider_state.parent):
             path.mkdir(parents=True, exist_ok=True)
         self.runner = MachineRunner()
+        self.exporter_port = _free_loopback_port()
         wrapper = self.bin / "systemctl"
         wrapper.write_text(
             "#!/bin/sh\n"
@@ -132,6 +135,10 @@ class Machine:
     def reconcile_tick(self) -> ReconcileTick:
         """The charm's reconcile-tick timer, rooted here (never the machine's own systemd)."""
         return ReconcileTick(TickPaths(self.root))
+
+    def charm_exporter(self) -> CharmExporter:
+        """The charm's metrics exporter, rooted here, on a free port (tests run side by side)."""
+        return CharmExporter(ExporterPaths(self.root), port=self.exporter_port)
 
     def path_with_systemctl(self) -> str:
         """A PATH with the stand-in first."""
@@ -179,3 +186,10 @@ class Machine:
                 [str(self.bin / "systemctl"), "stop", state.name.removesuffix(".json")],
                 timeout=30,
             )
+
+
+def _free_loopback_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

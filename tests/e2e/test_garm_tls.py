@@ -94,6 +94,20 @@ class TlsMachine:
         except urllib.error.HTTPError as error:
             return error.code
 
+    def charm_metrics(self) -> str:
+        """What the charm's exporter serves, once the stand-in has it listening (ADR 0030)."""
+        url = f"http://127.0.0.1:{self.machine.exporter_port}/metrics"
+        deadline = time.monotonic() + STEP_TIMEOUT
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=10) as answer:
+                    assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+                    return answer.read().decode()
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
     def point_github_at_the_fake(self) -> None:
         """GARM's github.com endpoint leads to the fake GitHub, over HTTPS verifying the CA."""
         fake = self.github.url
@@ -145,6 +159,7 @@ def tls_machine(
         cannot_run(reason)
     monkeypatch.setattr(charm, "Workload", machine.workload)
     monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
+    monkeypatch.setattr(charm, "CharmExporter", machine.charm_exporter)
     # As in test_garm_machine.py: a proxy sink on loopback, so GARM resolves no name.
     monkeypatch.setenv("JUJU_CHARM_HTTP_PROXY", github.url)
     monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", github.url)
@@ -191,8 +206,9 @@ def test_real_garm_serves_https_with_the_relations_certificate(tls_machine: TlsM
     Assert: one restart per certificate change; over HTTPS the charm's client verifies the
     CA and a client trusting another CA is refused; GARM holds the CA for runners, and a
     runner trusting only what GARM sent it reports idle over HTTPS; /metrics refuses no token
-    and the admin's token, answers the charm's metrics token; the renewed certificate is
-    served; after removal GARM answers plain HTTP and holds no CA.
+    and the admin's token, answers the charm's metrics token; the charm's exporter, run from
+    its unit, serves the scale set's metrics; the renewed certificate is served; after removal
+    GARM answers plain HTTP and holds no CA.
     """
     walk = tls_machine
     walk.hook(walk.ctx.on.install())
@@ -221,6 +237,10 @@ def test_real_garm_serves_https_with_the_relations_certificate(tls_machine: TlsM
     walk.hook(walk.ctx.on.relation_changed(changed, remote_unit=0))
     assert walk.machine.restarts() == 3, "the configurator's provider: one restart"
     walk.until_active(lambda: runners(walk) == [("running", "idle")], "a runner idle over HTTPS")
+    scraped = walk.charm_metrics()
+    assert "garm_charm_paused 0\n" in scraped
+    assert "garm_charm_last_reconcile_timestamp_seconds " in scraped
+    assert "garm_charm_scaleset_outdated_runners{scaleset=" in scraped
 
     walk.state, renewed = walk.issuer.answer(walk.state)
     walk.hook(walk.ctx.on.relation_changed(requested(walk.state)))

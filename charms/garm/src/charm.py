@@ -31,6 +31,7 @@ from charm_reconcile import (
 from garm_api import GarmError
 from juju_secrets import JujuSecretStore
 from reconcile.bootstrap import read_secrets
+from reconcile.charm_metrics import MetricsState, after_pass, render
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
 from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
@@ -39,6 +40,7 @@ from relations import database as database_relation
 from relations.database import Database
 from scaleset_reconciler.refresh_request import UnknownScaleset, request_refresh
 from workload.backup import restore_problem
+from workload.exporter import CharmExporter, ExporterError
 from workload.host import WorkloadError
 from workload.machine import Workload
 from workload.tick import ReconcileTick, TickError, TickSchedule
@@ -77,6 +79,7 @@ class GarmCharm(ops.CharmBase):
         self._status: ops.StatusBase | None = None
         self._workload = Workload()
         self._tick = ReconcileTick()
+        self._exporter = CharmExporter()
         self._secrets = JujuSecretStore(self.model)
         database = Database(self)
         self._certificates = certificates.Certificates(
@@ -166,6 +169,7 @@ class GarmCharm(ops.CharmBase):
             # A bad config leaves what was published and scheduled as it is until it is fixed.
             self._publish_cos_agent(state)
             self._schedule_tick(state)
+            self._keep_charm_metrics(state, paused=pause is not None)
 
     def _publish_cos_agent(self, state: CharmState) -> None:
         """Tell COS what to scrape and alert on; a failure here never touches GARM's reconcile."""
@@ -193,10 +197,33 @@ class GarmCharm(ops.CharmBase):
         except TickError as error:
             logger.warning("reconcile tick not installed (hooks still reconcile): %s", error)
 
+    def _keep_charm_metrics(self, state: CharmState, *, paused: bool) -> None:
+        """Serve the charm's per-scale-set metrics on the leader while COS scrapes (ADR 0030).
+
+        The metrics follow the last completed pass; while paused no pass runs, so only the
+        pause gauge changes. A failure is logged and retried at the next hook: it never
+        touches GARM's reconcile.
+        """
+        if not state.leader or not self.model.relations[cos_agent.RELATION_NAME]:
+            self._exporter.remove()
+            return
+        # Taken once: a second reconcile in this hook must not count the same pass again.
+        completed, self._reconciler.completed_pass = self._reconciler.completed_pass, None
+        try:
+            metrics = MetricsState.from_json(self._exporter.read_state())
+            if completed is not None:
+                metrics = after_pass(metrics, completed)
+                self._exporter.keep_state(metrics.to_json())
+            self._exporter.publish(render(metrics, paused=paused))
+            self._exporter.install()
+        except ExporterError as error:
+            logger.warning("charm metrics not served (retried at the next hook): %s", error)
+
     # Other events -------------------------------------------------------------------------
 
     def _on_remove(self, _: ops.RemoveEvent) -> None:
         self._tick.remove()
+        self._exporter.remove()
         self._workload.remove()
 
     def _on_get_credentials(self, event: ops.ActionEvent) -> None:

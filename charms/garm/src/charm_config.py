@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 from reconcile.docs_links import SWITCH_DATABASE
 from workload.config import ProxyConfig
+from workload.exporter import EXPORTER_PORT
 
 LogLevel = Literal["debug", "info", "warn", "error"]
 LOG_LEVELS: Final = ("debug", "info", "warn", "error")
@@ -216,6 +217,9 @@ def _port(value: Any) -> int:
         raise ValueError("must be a valid integer")
     if not MIN_PORT <= value <= MAX_PORT:
         raise ValueError(f"must be {MIN_PORT}-{MAX_PORT} (GARM runs unprivileged)")
+    if value == EXPORTER_PORT:
+        exporter = f"{EXPORTER_PORT} (the charm's metrics exporter)"
+        raise ValueError(f"must not be {exporter}: pick another")
     return value
 
 

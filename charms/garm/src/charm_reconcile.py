@@ -40,6 +40,7 @@ from reconcile.bootstrap import (
     ensure_secrets,
     wait_until_serving,
 )
+from reconcile.charm_metrics import CompletedPass
 from reconcile.credential_rotation import settle_admin_password
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import reconcile_objects
@@ -114,6 +115,8 @@ class GarmReconciler:
         self.password_uncommitted = False
         # The lease as Juju committed it, read once before this hook writes (ADR 0019).
         self._lease_read: tuple[fencing.Lease | None] | None = None
+        # The last scale-set pass that completed in this hook, for the charm's metrics (ADR 0030).
+        self.completed_pass: CompletedPass | None = None
 
     def stand_down(self, *, leader: bool = True) -> None:
         """First, whatever else fails: a unit that is not the leader must not keep GARM running.
@@ -455,6 +458,7 @@ class GarmReconciler:
             )
             if ask_github:
                 self._stored.github_scalesets_asked_at = now.isoformat()
+            self.completed_pass = CompletedPass(outcome.report, desired.specs, now)
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
             self._restart_for_dropped_sets(client, dropped_and_kept(outcome.report), now)
         except (GarmError, WorkloadError) as error:

@@ -4,8 +4,9 @@ The subordinate reads one key, `config`, from this unit's databag: a JSON object
 jobs, the Prometheus and Loki alert rules (Juju topology injected), the Grafana dashboards
 (LZMA + base64) and the snap log slots. cosl does the topology, rule and dashboard encoding.
 
-Only the leader runs GARM (docs/adr/0003-leader-runs-garm.md), so only the leader publishes a
-scrape job: a standby's target would be down and fire `GarmTargetDown`. Every unit publishes the
+Only the leader runs GARM (docs/adr/0003-leader-runs-garm.md), so only the leader publishes
+scrape jobs, GARM's and the charm's exporter's (ADR 0030): a standby's targets would be down
+and fire `GarmTargetDown`. Every unit publishes the
 same rules and dashboards, so leadership can move without COS losing them.
 
 GARM logs to stdout, i.e. the journal of `garm.service`; the subordinate forwards the machine's
@@ -21,6 +22,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
+from workload.exporter import EXPORTER_PORT
 from workload.host import Paths
 
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 RELATION_NAME: Final = "cos-agent"
 DATA_KEY: Final = "config"
 JOB_NAME: Final = "garm"
+# The charm's own per-scale-set metrics (docs/adr/0030-charm-metrics-exporter.md).
+EXPORTER_JOB_NAME: Final = "garm-charm"
 METRICS_PATH: Final = "/metrics"
 
 _CHARM_ROOT: Final = Path(__file__).resolve().parents[2]
@@ -133,7 +137,9 @@ def build_unit_data(
         "metrics_alert_rules": _alert_rules("promql", topology, sources.metrics_rules),
         "log_alert_rules": _alert_rules("logql", topology, sources.log_rules),
         "dashboards": _dashboards(charm_name, sources),
-        "metrics_scrape_jobs": [scrape_job(port, tls=tls)] if runs_garm else [],
+        "metrics_scrape_jobs": [scrape_job(port, tls=tls), exporter_scrape_job()]
+        if runs_garm
+        else [],
         "log_slots": [],
     }
     return {DATA_KEY: json.dumps(config, sort_keys=True)}
@@ -157,6 +163,18 @@ def scrape_job(port: int, *, tls: bool = False, paths: Paths = MACHINE) -> dict[
         job["scheme"] = "https"
         job["tls_config"] = {"ca_file": str(paths.tls_ca)}
     return job
+
+
+def exporter_scrape_job(port: int = EXPORTER_PORT) -> dict[str, Any]:
+    """The Prometheus scrape config for the charm's exporter on this machine.
+
+    It listens on 127.0.0.1 only and serves no secret, so the job needs no credentials.
+    """
+    return {
+        "job_name": EXPORTER_JOB_NAME,
+        "metrics_path": METRICS_PATH,
+        "static_configs": [{"targets": [f"127.0.0.1:{port}"]}],
+    }
 
 
 def _alert_rules(query_type: QueryType, topology: JujuTopology, directory: Path) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from ops import testing
 import charm
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
+from workload.exporter import CharmExporter, ExporterPaths
 from workload.tick import ReconcileTick, TickPaths
 
 # Under coverage's tracer (`tox -e unit`) or mutmut, on two shared cores, drawing examples is
@@ -57,6 +58,16 @@ def tick_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> TickMachine
     )
     monkeypatch.setattr(charm, "ReconcileTick", lambda: machine.tick)
     return machine
+
+
+@pytest.fixture(autouse=True)
+def charm_exporter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tick_machine: TickMachine
+) -> CharmExporter:
+    """The charm's metrics exporter on a temporary root, driving the tick's fake systemctl."""
+    exporter = CharmExporter(ExporterPaths(tmp_path / "exporter-root"))
+    monkeypatch.setattr(charm, "CharmExporter", lambda: exporter)
+    return exporter
 
 
 @pytest.fixture

@@ -824,7 +824,8 @@ def test_leader_publishes_garms_scrape_job_on_cos_agent(
     out = ctx.run(ctx.on.relation_joined(relation, remote_unit=0), state)
 
     published = cos_agent_config(out, relation)
-    (job,) = published["metrics_scrape_jobs"]
+    job, exporter_job = published["metrics_scrape_jobs"]
+    assert exporter_job == cos_agent.exporter_scrape_job()
     assert job["metrics_path"] == "/metrics"
     assert job["static_configs"] == [{"targets": [f"localhost:{config['port']}"]}]
     rule = published["metrics_alert_rules"]["groups"][0]["rules"][0]
@@ -850,7 +851,7 @@ def test_port_change_moves_the_scrape_target(
 
     out = ctx.run(ctx.on.config_changed(), state)
 
-    (job,) = cos_agent_config(out, relation)["metrics_scrape_jobs"]
+    job, _ = cos_agent_config(out, relation)["metrics_scrape_jobs"]
     assert job["static_configs"] == [{"targets": [f"localhost:{config['port']}"]}]
 
 

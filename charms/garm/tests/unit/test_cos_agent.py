@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from cosl import DashboardPath40UID, JujuTopology, LZMABase64
 
+from reconcile.charm_metrics import METRIC_NAMES
 from relations import cos_agent
 
 MODEL_UUID = "3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b"
@@ -36,8 +37,11 @@ KNOWN_METRICS = {
     # Seen in v0.2.1's /metrics (tests/contract/test_targets_metrics.py's scale set).
     "garm_scaleset_min_idle_runners",
 }
+# And what the charm's own exporter serves (ADR 0030).
+KNOWN_METRICS |= METRIC_NAMES
 # Words in PromQL that are not metric names.
 _PROMQL_WORDS = {"sum", "by", "rate", "increase", "max", "or", "vector", "and", "on"}
+_PROMQL_WORDS |= {"unless", "time", "min_over_time", "max_over_time"}
 
 
 def build(
@@ -69,8 +73,8 @@ def dashboards_of(config: dict[str, Any]) -> list[dict[str, Any]]:
 def metric_names(expression: str) -> set[str]:
     """Identifiers that PromQL reads as metric names (labels and strings removed)."""
     without_matchers = re.sub(r"\{[^}]*\}|\"[^\"]*\"", " ", expression)
-    without_by = re.sub(r"\bby\s*\([^)]*\)", " ", without_matchers)
-    without_ranges = re.sub(r"\[[^\]]*\]", " ", without_by)
+    without_by = re.sub(r"\b(?:by|on)\s*\([^)]*\)", " ", without_matchers)
+    without_ranges = re.sub(r"\[[^\]]*\]|\boffset\s+\w+", " ", without_by)
     words = set(re.findall(r"[a-zA-Z_][a-zA-Z0-9_]*", without_ranges))
     return words - _PROMQL_WORDS
 
@@ -78,7 +82,8 @@ def metric_names(expression: str) -> set[str]:
 def test_leader_publishes_a_scrape_job_for_garms_metrics():
     """Arrange: the unit runs GARM on port 9997. Act: build.
 
-    Assert: one job, localhost:9997, sending the token from the file the charm keeps it in.
+    Assert: GARM's job, localhost:9997, sending the token from the file the charm keeps it in;
+    then the charm exporter's job, on loopback at its fixed port, with no credentials.
     """
     config = build(runs_garm=True, port=9997)
 
@@ -88,7 +93,12 @@ def test_leader_publishes_a_scrape_job_for_garms_metrics():
             "metrics_path": "/metrics",
             "static_configs": [{"targets": ["localhost:9997"]}],
             "authorization": {"type": "Bearer", "credentials_file": "/etc/garm/metrics-token"},
-        }
+        },
+        {
+            "job_name": "garm-charm",
+            "metrics_path": "/metrics",
+            "static_configs": [{"targets": ["127.0.0.1:9998"]}],
+        },
     ]
 
 
@@ -99,7 +109,8 @@ def test_with_tls_the_scrape_is_https_verified_against_the_ca_file():
     """
     config = build(runs_garm=True, port=9997, tls=True)
 
-    [job] = config["metrics_scrape_jobs"]
+    job, exporter_job = config["metrics_scrape_jobs"]
+    assert "scheme" not in exporter_job, "the exporter serves plain HTTP on loopback"
     assert job["scheme"] == "https"
     assert job["tls_config"] == {"ca_file": "/etc/garm/ca.pem"}
     assert job["authorization"]["credentials_file"] == "/etc/garm/metrics-token"
@@ -164,10 +175,10 @@ def test_dashboards_decode_to_json_with_uid_and_charm_tag():
     assert dashboard["panels"]
 
 
-def test_rules_and_dashboards_use_only_metrics_garm_exports():
+def test_rules_and_dashboards_use_only_metrics_garm_or_the_charm_exports():
     """Arrange: the charm's rules and dashboard. Act: read every expression.
 
-    Assert: each metric name is one GARM exports (or Prometheus' `up`).
+    Assert: each metric name is one GARM or the charm's exporter exports (or Prometheus' `up`).
     """
     config = build()
     expressions = [rule["expr"] for rule in rules_of(config)]
@@ -175,7 +186,7 @@ def test_rules_and_dashboards_use_only_metrics_garm_exports():
         target["expr"]
         for dashboard in dashboards_of(config)
         for panel in dashboard["panels"]
-        for target in panel["targets"]
+        for target in panel.get("targets", [])  # a row has none
     ]
 
     used = set().union(*(metric_names(expression) for expression in expressions))

@@ -1,0 +1,254 @@
+"""The charm's own per-scale-set metrics: what they are, and their Prometheus text (pure).
+
+GARM's `/metrics` knows runners and scale sets by GARM's ids; only the charm knows a spec's
+logical name, its configurator application, whether a rolling refresh runs (ADR 0022), the
+stuck runners it removed (ADR 0023), whether GitHub dropped the live scale set (ADR 0028) and
+the min-idle-schedule window in force. After each completed scale-set pass on the leader the
+charm turns the pass's report into a `MetricsState`, keeps it (JSON, beside the metrics file)
+and renders it in the text exposition format, which the exporter serves
+(docs/adr/0030-charm-metrics-exporter.md).
+
+The stuck-runner counter is cumulative across hooks: each pass adds what it removed to the
+kept total. A lost state file restarts it at 0, which Prometheus' `rate` and `increase` read as
+a counter reset. A scale set no longer configured disappears from the state, so from the file.
+
+No I/O here: the workload layer reads and writes the files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, cast
+
+from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
+from scaleset_reconciler.spec import ScalesetSpec
+
+PREFIX: Final = "garm_charm_"
+PAUSED: Final = f"{PREFIX}paused"
+LAST_RECONCILE: Final = f"{PREFIX}last_reconcile_timestamp_seconds"
+OUTDATED: Final = f"{PREFIX}scaleset_outdated_runners"
+BUSY_OUTDATED: Final = f"{PREFIX}scaleset_busy_outdated_runners"
+REFRESHING: Final = f"{PREFIX}scaleset_refreshing"
+STUCK_REMOVED: Final = f"{PREFIX}scaleset_stuck_runners_removed_total"
+STUCK_KEPT: Final = f"{PREFIX}scaleset_stuck_runners_kept"
+MIN_IDLE: Final = f"{PREFIX}scaleset_min_idle_runners"
+MISSING_AT_GITHUB: Final = f"{PREFIX}scaleset_missing_at_github"
+
+# Every metric the charm exports: (name, type, help). Rules and dashboards may use these.
+METRICS: Final[tuple[tuple[str, str, str], ...]] = (
+    (PAUSED, "gauge", "1 while the charm is paused (ADR 0024): nothing below is updated."),
+    (LAST_RECONCILE, "gauge", "Unix time of the last completed scale-set pass."),
+    (OUTDATED, "gauge", "Runners of the live scale set made before its last in-place change."),
+    (BUSY_OUTDATED, "gauge", "Outdated runners running a job (left alone until it ends)."),
+    (REFRESHING, "gauge", "1 while a rolling refresh replaces outdated idle runners."),
+    (STUCK_REMOVED, "counter", "Runners stuck in a non-final state that the charm removed."),
+    (STUCK_KEPT, "gauge", "Stuck runners GARM keeps although the charm asked to remove them."),
+    (MIN_IDLE, "gauge", "Min idle runners in force; window: the schedule window in force."),
+    (MISSING_AT_GITHUB, "gauge", "1 when GitHub no longer has the live scale set."),
+)
+METRIC_NAMES: Final = frozenset(name for name, _, _ in METRICS)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScalesetFacts:
+    """What one pass found for one spec, as the metrics show it.
+
+    Attributes:
+        scaleset: the spec's logical name (`ScalesetSpec.name`).
+        application: the garm-configurator application that publishes it.
+        outdated: live runners made before the last in-place change (ADR 0022).
+        busy_outdated: those of them running a job.
+        refreshing: whether a rolling refresh runs.
+        stuck_removed: stuck runners removed, cumulative across passes (ADR 0023).
+        stuck_kept: stuck runners GARM keeps (asked to remove, still there).
+        min_idle: the min idle runners in force.
+        window: the schedule window that set it ("default" outside every window, "" without a
+            schedule).
+        missing_at_github: whether GitHub no longer has the live scale set (ADR 0028).
+    """
+
+    scaleset: str
+    application: str
+    outdated: int = 0
+    busy_outdated: int = 0
+    refreshing: bool = False
+    stuck_removed: int = 0
+    stuck_kept: int = 0
+    min_idle: int = 0
+    window: str = ""
+    missing_at_github: bool = False
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(application, scaleset): a spec's family (ADR 0018), one series per metric."""
+        return (self.application, self.scaleset)
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricsState:
+    """The facts of the last completed pass, kept between hooks (the counter's memory).
+
+    Attributes:
+        scalesets: one entry per configured spec, sorted by (application, scaleset).
+        last_reconcile: when the last pass completed (Unix seconds); None before the first.
+    """
+
+    scalesets: tuple[ScalesetFacts, ...] = ()
+    last_reconcile: float | None = None
+
+    def to_json(self) -> str:
+        """The state as the JSON kept beside the metrics file (sorted keys: stable bytes)."""
+        data = {
+            "last_reconcile": self.last_reconcile,
+            "scalesets": [dataclasses.asdict(facts) for facts in self.scalesets],
+        }
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> MetricsState:
+        """The kept state; an empty, unreadable or foreign file reads as no state at all.
+
+        Losing it only restarts the stuck-runner counter, which Prometheus handles.
+        """
+        try:
+            loaded: Any = json.loads(text)
+            data = cast(dict[str, Any], loaded)
+            entries = cast(list[dict[str, Any]], data.get("scalesets", []))
+            scalesets = tuple(_facts_from(entry) for entry in entries)
+            last = data.get("last_reconcile")
+            last_reconcile = None if last is None else float(last)
+        except (ValueError, TypeError, AttributeError):
+            return cls()
+        if last_reconcile is not None and not math.isfinite(last_reconcile):
+            return cls()
+        return cls(scalesets, last_reconcile)
+
+
+def _facts_from(entry: Mapping[str, Any]) -> ScalesetFacts:
+    """One kept entry, type-checked: a wrong type raises TypeError (the state is dropped)."""
+    facts = ScalesetFacts(**entry)
+    for field in dataclasses.fields(facts):
+        value = getattr(facts, field.name)
+        expected = {"str": str, "int": int, "bool": bool}[str(field.type)]
+        if type(value) is not expected:
+            raise TypeError(f"{field.name} is not {field.type}")
+    return facts
+
+
+@dataclasses.dataclass(frozen=True)
+class CompletedPass:
+    """A scale-set pass that ran to its end: its report, the specs it had, when it ran."""
+
+    report: ReconcileReport
+    specs: tuple[ScalesetSpec, ...]
+    at: datetime.datetime
+
+
+def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState:
+    """The state after a completed pass: this pass's facts, the counters carried forward.
+
+    One entry per spec, named as its configurator publishes it; a spec the pass did not report
+    counts as found with nothing to say. Specs gone since the previous pass are dropped with
+    their counter.
+    """
+    totals = {facts.key: facts.stuck_removed for facts in previous.scalesets}
+    reports = {spec_report.logical: spec_report for spec_report in completed.report.specs}
+    scalesets = [
+        _facts(spec, reports.get(spec.name), totals.get((spec.application, spec.name), 0))
+        for spec in completed.specs
+    ]
+    unique = {facts.key: facts for facts in scalesets}
+    return MetricsState(
+        tuple(unique[key] for key in sorted(unique)),
+        completed.at.astimezone(datetime.UTC).timestamp(),
+    )
+
+
+def _facts(spec: ScalesetSpec, found: SpecReport | None, removed_before: int) -> ScalesetFacts:
+    found = found or SpecReport(spec.name, Phase.SKIPPED)
+    return ScalesetFacts(
+        scaleset=spec.name,
+        application=spec.application,
+        outdated=found.outdated_runners,
+        busy_outdated=found.busy_outdated_runners,
+        refreshing=found.refreshing,
+        stuck_removed=removed_before + found.stuck_removed,
+        stuck_kept=found.stuck_unremovable,
+        min_idle=spec.min_idle_runners,
+        window=spec.min_idle_window,
+        missing_at_github=found.missing_at_github,
+    )
+
+
+def render(state: MetricsState, *, paused: bool) -> str:
+    """The state in Prometheus' text exposition format (version 0.0.4).
+
+    While paused the kept facts are shown as they were (no pass ran), with `garm_charm_paused`
+    1 so alerts leave them alone. Before the first pass only the pause gauge is there.
+    """
+    lines: list[str] = []
+    for name, kind, help_text in METRICS:
+        samples = list(_samples(name, state, paused=paused))
+        if not samples:
+            continue
+        lines.append(f"# HELP {name} {_escape_help(help_text)}")
+        lines.append(f"# TYPE {name} {kind}")
+        lines += [f"{name}{_labels(labels)} {value}" for labels, value in samples]
+    return "\n".join(lines) + "\n"
+
+
+def _samples(
+    name: str, state: MetricsState, *, paused: bool
+) -> Iterable[tuple[Mapping[str, str], str]]:
+    if name == PAUSED:
+        yield {}, _number(int(paused))
+        return
+    if name == LAST_RECONCILE:
+        if state.last_reconcile is not None:
+            yield {}, _number(state.last_reconcile)
+        return
+    for facts in state.scalesets:
+        labels = {"scaleset": facts.scaleset, "application": facts.application}
+        if name == MIN_IDLE:
+            labels["window"] = facts.window
+        yield labels, _number(_value(name, facts))
+
+
+def _value(name: str, facts: ScalesetFacts) -> int:
+    values = {
+        OUTDATED: facts.outdated,
+        BUSY_OUTDATED: facts.busy_outdated,
+        REFRESHING: int(facts.refreshing),
+        STUCK_REMOVED: facts.stuck_removed,
+        STUCK_KEPT: facts.stuck_kept,
+        MIN_IDLE: facts.min_idle,
+        MISSING_AT_GITHUB: int(facts.missing_at_github),
+    }
+    return values[name]
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    if not labels:
+        return ""
+    pairs = ",".join(f'{key}="{escape_label_value(value)}"' for key, value in labels.items())
+    return "{" + pairs + "}"
+
+
+def escape_label_value(value: str) -> str:
+    r"""A label value as the text format wants it: `\`, `"` and line feeds escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _number(value: float) -> str:
+    """Integers without a fraction; a timestamp with millisecond precision."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.3f}"
