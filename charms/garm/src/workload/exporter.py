@@ -20,6 +20,7 @@ from typing import Final
 
 from charmlibs import systemd
 
+from workload import systemctl
 from workload.host import read_intact, read_text, write_atomic
 
 logger = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ class CharmExporter:
             _systemd("enable", systemd.service_enable, UNIT)
             _systemd("restart", systemd.service_restart, UNIT)
             logger.info("charm metrics exporter on 127.0.0.1:%d", self.port)
-        elif not _running(UNIT):
+        elif not systemctl.running(UNIT):
             _systemd("start", systemd.service_start, UNIT)
         return changed
 
@@ -237,16 +238,5 @@ def _write(path: Path, content: bytes, mode: int) -> None:
         raise ExporterError(f"cannot write {path}: {error.strerror}") from None
 
 
-def _running(unit: str) -> bool:
-    try:
-        return systemd.service_running(unit)
-    except OSError:
-        return False
-
-
 def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
-    try:
-        action(*args)
-    except (systemd.SystemdError, OSError):
-        command = " ".join((verb, *args))
-        raise ExporterError(f"systemctl {command} failed (see journalctl -u {UNIT})") from None
+    systemctl.call(verb, action, *args, error=ExporterError, journal=UNIT)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from charmlibs import systemd
 
+from workload import systemctl
 from workload.config import ProxyConfig
 from workload.host import SERVICE_NAME, CommandError, Paths, read_text, write_atomic
 from workload.rendering import RenderedFile
@@ -88,10 +89,7 @@ def fingerprint(
 
 def is_running() -> bool:
     """Whether systemd reports GARM active."""
-    try:
-        return systemd.service_running(SERVICE_NAME)
-    except OSError:  # no systemctl at all: nothing can be running
-        return False
+    return systemctl.running(SERVICE_NAME)
 
 
 def stop(paths: Paths) -> None:
@@ -115,18 +113,8 @@ def remove(paths: Paths) -> None:
 
 
 def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
-    """Run one charmlibs-systemd call; its failure becomes a short CommandError.
-
-    SystemdError carries systemctl's whole stdout and stderr: too long for a status and not
-    ours to vouch for, so only the command is named; the journal has the details.
-    """
-    try:
-        action(*args)
-    except (systemd.SystemdError, OSError):
-        command = " ".join((verb, *args))
-        raise CommandError(
-            f"systemctl {command} failed (see journalctl -u {SERVICE_NAME})"
-        ) from None
+    """Run one charmlibs-systemd call; its failure becomes a short CommandError."""
+    systemctl.call(verb, action, *args, error=CommandError, journal=SERVICE_NAME)
 
 
 def _systemd_best_effort(verb: str, action: Callable[..., bool], *args: str) -> None:

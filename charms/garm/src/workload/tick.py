@@ -24,6 +24,7 @@ from pathlib import Path
 
 from charmlibs import systemd
 
+from workload import systemctl
 from workload.host import read_intact, write_atomic
 
 logger = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ class ReconcileTick:
             _systemd("enable", systemd.service_enable, TIMER_NAME)
             _systemd("restart", systemd.service_restart, TIMER_NAME)
             logger.info("reconcile tick every %ss", int(schedule.interval.total_seconds()))
-        elif not _running(TIMER_NAME):
+        elif not systemctl.running(TIMER_NAME):
             _systemd("start", systemd.service_start, TIMER_NAME)
         return bool(changed)
 
@@ -170,19 +171,8 @@ class ReconcileTick:
         logger.info("reconcile tick removed")
 
 
-def _running(unit: str) -> bool:
-    try:
-        return systemd.service_running(unit)
-    except OSError:
-        return False
-
-
 def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
-    try:
-        action(*args)
-    except (systemd.SystemdError, OSError):
-        command = " ".join((verb, *args))
-        raise TickError(f"systemctl {command} failed (see journalctl -u {TIMER_NAME})") from None
+    systemctl.call(verb, action, *args, error=TickError, journal=TIMER_NAME)
 
 
 def _read_text(path: Path) -> str:

@@ -1,0 +1,47 @@
+"""systemd through charmlibs-systemd: one call, whose refusal becomes the caller's short error.
+
+charmlibs-systemd runs `systemctl` from PATH (tests put a fake one first). Its `SystemdError`
+carries systemctl's whole stdout and stderr: too long for a status and not ours to vouch for,
+so only the command is named, and the journal has the details. GARM's service, the reconcile
+tick and the metrics exporter are all driven this way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from charmlibs import systemd
+
+
+def call(
+    verb: str,
+    action: Callable[..., bool],
+    *args: str,
+    error: Callable[[str], Exception],
+    journal: str,
+) -> None:
+    """Run one charmlibs-systemd `action`; a failure raises `error("systemctl <verb> ... failed")`.
+
+    Args:
+        verb: the systemctl verb, as the error names the command.
+        action: the charmlibs-systemd function (e.g. `systemd.service_restart`).
+        args: its arguments (units, flags).
+        error: the caller's error type (or any factory taking the message).
+        journal: the unit whose journal the message points to.
+
+    Raises:
+        Exception: `error(...)`, when systemctl failed or could not run.
+    """
+    try:
+        action(*args)
+    except (systemd.SystemdError, OSError):
+        command = " ".join((verb, *args))
+        raise error(f"systemctl {command} failed (see journalctl -u {journal})") from None
+
+
+def running(unit: str) -> bool:
+    """Whether systemd reports `unit` active; without systemctl nothing can be running."""
+    try:
+        return systemd.service_running(unit)
+    except OSError:
+        return False
