@@ -2,7 +2,7 @@
 
 GARM's `/metrics` knows runners and scale sets by GARM's ids; only the charm knows a spec's
 logical name, its configurator application, whether a rolling refresh runs (ADR 0022), the
-stuck runners it removed (ADR 0023), whether GitHub dropped the live scale set (ADR 0028) and
+stuck runners it removed (ADR 0023), whether GitHub dropped the live scale set (ADR 0029) and
 the min-idle-schedule window in force. After each completed scale-set pass on the leader the
 charm turns the pass's report into a `MetricsState`, keeps it (JSON, beside the metrics file)
 and renders it in the text exposition format, which the exporter serves
@@ -68,7 +68,7 @@ class ScalesetFacts:
         min_idle: the min idle runners in force.
         window: the schedule window that set it ("default" outside every window, "" without a
             schedule).
-        missing_at_github: whether GitHub no longer has the live scale set (ADR 0028).
+        missing_at_github: whether GitHub no longer has the live scale set (ADR 0029).
     """
 
     scaleset: str

@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 import time
 from collections.abc import Generator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import quote, urlsplit
 
 from garm_api.models import EntityKind, GithubEndpoint
 from reconcile.github_objects import GithubApp
 from workload.config import ProxyConfig
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 READ_TIMEOUT_SECONDS = 10.0
@@ -72,6 +76,38 @@ class Budget:
             spent = not self.closed and time.monotonic() >= self.deadline
             self.closed = True
             return spent
+
+
+class Findings(Budget, Generic[T]):
+    """What GitHub confirmed during a pass, until the budget's end closes the record.
+
+    After `finish`, nothing more is recorded and every further GitHub call is refused, so an
+    answer that comes late never reaches the plan.
+    """
+
+    def __init__(self, deadline: float, cut_short: str) -> None:
+        """Open the record.
+
+        Args:
+            deadline: when the budget ends (`time.monotonic()` seconds).
+            cut_short: what the log says when the budget ran out before GitHub answered all.
+        """
+        super().__init__(deadline)
+        self._cut_short = cut_short
+        self._found: set[T] = set()
+
+    def add(self, item: T) -> None:
+        """Record one finding, unless the budget's end came first."""
+        with self.lock:
+            if not self.closed:
+                self._found.add(item)
+
+    def finish(self) -> frozenset[T]:
+        """End the pass: the findings so far; what was not confirmed stays unknown."""
+        if self.close():
+            logger.warning("%s", self._cut_short)
+        with self.lock:
+            return frozenset(self._found)
 
 
 def ask_within(budget: Budget, seconds: float, ask: Any, name: str) -> None:

@@ -21,7 +21,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from garm_api import GarmApiError
 from garm_api.models import EntityKind, GithubEndpoint
 from reconcile.github_http import (
-    Budget,
+    Findings,
     GithubUnavailable,
     Http,
     ask_within,
@@ -110,7 +110,11 @@ class ScaleSetCheck:
         by_entity: dict[tuple[EntityKind, str], list[GithubScaleSetRef]] = {}
         for ref in scalesets:
             by_entity.setdefault(entity_key(ref.entity_kind, ref.entity_name), []).append(ref)
-        found = _Found(time.monotonic() + self.budget_seconds)
+        found = Findings[int](
+            time.monotonic() + self.budget_seconds,
+            "GitHub scale sets: GitHub did not answer within the pass's time budget; "
+            "the scale sets not yet looked up are asked about at the next check",
+        )
         try:
             ask_within(
                 found,
@@ -133,7 +137,7 @@ class ScaleSetCheck:
         self,
         endpoint: GithubEndpoint,
         by_entity: Mapping[tuple[EntityKind, str], Sequence[GithubScaleSetRef]],
-        found: _Found,
+        found: Findings[int],
     ) -> None:
         with session(endpoint, self.proxy, found) as http:
             for key, refs in by_entity.items():
@@ -147,7 +151,7 @@ class ScaleSetCheck:
                     logger.warning("GitHub scale sets of %s: not asked: %s", key[1], error)
 
     def _ask_entity(
-        self, entity: _Entity, refs: Sequence[GithubScaleSetRef], found: _Found
+        self, entity: _Entity, refs: Sequence[GithubScaleSetRef], found: Findings[int]
     ) -> None:
         token = entity.http.installation_token(entity.app, self.clock())
         actions = entity.actions_service(token)
@@ -163,31 +167,7 @@ class ScaleSetCheck:
                 )
                 continue
             if actions.lacks(ref, group_id):
-                found.missing(ref.scaleset_id)
-
-
-class _Found(Budget):
-    """The scale sets GitHub answered it no longer has, until the budget's end closes it."""
-
-    def __init__(self, deadline: float) -> None:
-        super().__init__(deadline)
-        self._missing: set[int] = set()
-
-    def missing(self, scaleset_id: int) -> None:
-        """Record one, unless the budget's end came first."""
-        with self.lock:
-            if not self.closed:
-                self._missing.add(scaleset_id)
-
-    def finish(self) -> frozenset[int]:
-        """End the pass: the scale sets named so far; the others stay unknown."""
-        if self.close():
-            logger.warning(
-                "GitHub scale sets: GitHub did not answer within the pass's time budget; "
-                "the scale sets not yet looked up are asked about at the next check"
-            )
-        with self.lock:
-            return frozenset(self._missing)
+                found.add(ref.scaleset_id)
 
 
 @dataclasses.dataclass(frozen=True)

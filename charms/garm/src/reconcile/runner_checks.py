@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from garm_api import GarmApiError
 from garm_api.models import EntityKind, GithubEndpoint
 from reconcile.github_http import (
-    Budget,
+    Findings,
     GithubUnavailable,
     Http,
     ask_within,
@@ -88,7 +88,11 @@ class RunnerCheck:
         by_entity: Mapping[tuple[EntityKind, str], Sequence[BusyRunner]],
     ) -> frozenset[str]:
         """Ask in a worker thread; at the budget's end, return what GitHub confirmed so far."""
-        progress = _Progress(time.monotonic() + self.budget_seconds)
+        progress = Findings[str](
+            time.monotonic() + self.budget_seconds,
+            "GitHub runners: GitHub did not answer within the pass's time budget; "
+            "the runners not yet confirmed are left to GARM",
+        )
         try:
             ask_within(
                 progress,
@@ -104,7 +108,7 @@ class RunnerCheck:
         self,
         endpoint: GithubEndpoint,
         by_entity: Mapping[tuple[EntityKind, str], Sequence[BusyRunner]],
-        progress: _Progress,
+        progress: Findings[str],
     ) -> None:
         with session(endpoint, self.proxy, progress) as http:
             for key, busy in by_entity.items():
@@ -120,7 +124,7 @@ class RunnerCheck:
                     )
 
     def _finished(
-        self, http: Http, app: GithubApp, busy: Sequence[BusyRunner], progress: _Progress
+        self, http: Http, app: GithubApp, busy: Sequence[BusyRunner], progress: Findings[str]
     ) -> None:
         """Ask about each runner of one entity, once GitHub showed it can see the entity's."""
         token = http.installation_token(app, self.clock())
@@ -131,32 +135,4 @@ class RunnerCheck:
         for runner in busy:
             path = f"{entity}/actions/runners/{runner.agent_id}"
             if http.get(path, token, expect=(200, 404)) == 404:
-                progress.confirm(runner.name)
-
-
-class _Progress(Budget):
-    """The runners GitHub confirmed gone, until the budget's end closes the record.
-
-    Shared by the caller and the worker thread: after `finish`, nothing more is recorded and
-    every further GitHub call is refused, so a late answer never reaches the plan.
-    """
-
-    def __init__(self, deadline: float) -> None:
-        super().__init__(deadline)
-        self._finished: set[str] = set()
-
-    def confirm(self, name: str) -> None:
-        """Record a runner GitHub no longer lists, unless the budget's end came first."""
-        with self.lock:
-            if not self.closed:
-                self._finished.add(name)
-
-    def finish(self) -> frozenset[str]:
-        """End the pass: the runners confirmed so far; the others stay unknown."""
-        if self.close():
-            logger.warning(
-                "GitHub runners: GitHub did not answer within the pass's time budget; "
-                "the runners not yet confirmed are left to GARM"
-            )
-        with self.lock:
-            return frozenset(self._finished)
+                progress.add(runner.name)

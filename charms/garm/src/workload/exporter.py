@@ -21,7 +21,7 @@ from typing import Final
 from charmlibs import systemd
 
 from workload import systemctl
-from workload.host import read_intact, read_text, write_atomic
+from workload.host import WorkloadError, ensure_directory, read_intact, write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -207,9 +207,8 @@ class CharmExporter:
 
     def read_state(self) -> str:
         """The kept state's text; empty when there is none (or it is not as written)."""
-        if read_intact(self.paths.state_file, STATE_MODE) is None:
-            return ""
-        return read_text(self.paths.state_file)
+        content = read_intact(self.paths.state_file, STATE_MODE)
+        return "" if content is None else content.decode(errors="replace")
 
     def keep_state(self, text: str) -> None:
         """Keep the state for the next pass.
@@ -223,10 +222,9 @@ class CharmExporter:
     def _ensure_directory(self) -> None:
         directory = self.paths.directory
         try:
-            directory.mkdir(parents=True, exist_ok=True)
-            if directory.is_symlink() or not directory.is_dir():
-                raise ExporterError(f"{directory} is not a directory")
-            directory.chmod(DIRECTORY_MODE)
+            ensure_directory(directory, DIRECTORY_MODE)
+        except WorkloadError as error:
+            raise ExporterError(str(error)) from None
         except OSError as error:
             raise ExporterError(f"cannot prepare {directory}: {error.strerror}") from None
 

@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from test_scaleset_finished_jobs import endpoint
 
 from garm_api.models import EntityKind
-from reconcile.github_http import GithubUnavailable, app_jwt
+from reconcile.github_http import Findings, GithubUnavailable, app_jwt
 from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import RunnerCheck, _Progress
+from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler.plan import BusyRunner, entity_key
 from workload.config import ProxyConfig
 
@@ -113,11 +113,11 @@ def test_an_answer_after_the_budget_is_not_recorded():
     Act: GitHub's answer about a second runner arrives after the close.
     Assert: the record still holds the first runner alone; no further call may start.
     """
-    progress = _Progress(deadline=float("inf"))
-    progress.confirm("garm-1")
+    progress = Findings[str](float("inf"), "cut short")
+    progress.add("garm-1")
     closed = progress.finish()
 
-    progress.confirm("garm-2")
+    progress.add("garm-2")
 
     assert closed == frozenset({"garm-1"})
     assert progress.finish() == frozenset({"garm-1"})
