@@ -169,7 +169,9 @@ class GarmReconciler:
         relay = read_debug_ssh(model.relations[debug_ssh.RELATION], self._last_relay())
         self._keep_relay(relay)
         debug_env = tuple(relay.env_entries().items()) if relay is not None else ()
-        return read_configurators(model, model.relations[CONFIGURATOR_RELATION], debug_env)
+        return read_configurators(
+            model, model.relations[CONFIGURATOR_RELATION], debug_env, now=self._clock()
+        )
 
     def _open_api_port(self, port: int | None) -> None:
         """Open GARM's API port where GARM runs (the leader), so `juju expose` reaches it.

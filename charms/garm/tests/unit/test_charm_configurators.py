@@ -746,3 +746,31 @@ def test_the_relation_library_loads_only_when_the_relations_are_read():
     ).stdout
 
     assert output.splitlines() == ["[]", "['charms', 'pydantic']"]
+
+
+def test_the_min_idle_schedule_follows_the_charms_clock(
+    sim: GarmSim, workload: RecordingWorkload, resources: frozenset[testing.Resource], app_key: str
+):
+    """Arrange: `small` publishes a schedule; the charm's clock reads a Monday 09:00.
+
+    The schedule is `Mon-Fri 08:00-18:00 UTC=3; default=0`; the charm's clock is the
+    simulator's, frozen, far from the machine's wall clock.
+
+    Act: config-changed; the clock moves to 20:00; config-changed.
+    Assert: GARM's scale set had min idle 3, then 0: the window is judged at the charm's time.
+    """
+    ctx = testing.Context(charm.GarmCharm)
+    related = configurator(app_key)
+    schedule = {"min_idle_schedule": "Mon-Fri 08:00-18:00 UTC=3; default=0"}
+    data = {**related.relation.remote_app_data, "version": "2", "runner": json.dumps(schedule)}
+    related.relation = dataclasses.replace(related.relation, remote_app_data=data)
+    monday_nine = datetime.datetime(2030, 1, 7, 9, 0, tzinfo=datetime.UTC)
+    sim.clock.advance(monday_nine.timestamp() - sim.clock.now())
+
+    state = ctx.run(ctx.on.config_changed(), leader_state(sim, resources, related))
+    during = garm_api_of(sim).list_scalesets()[0].min_idle_runners
+    sim.clock.advance(11 * 3600)
+    ctx.run(ctx.on.config_changed(), state)
+    after = garm_api_of(sim).list_scalesets()[0].min_idle_runners
+
+    assert (during, after) == (3, 0)
