@@ -115,6 +115,8 @@ class GarmReconciler:
         self.password_uncommitted = False
         # The lease as Juju committed it, read once before this hook writes (ADR 0019).
         self._lease_read: tuple[fencing.Lease | None] | None = None
+        # Whether this hook already published a renewed lease (`renew_lease`).
+        self._lease_renewed = False
         # The last scale-set pass that completed in this hook, for the charm's metrics (ADR 0030).
         self.completed_pass: CompletedPass | None = None
 
@@ -140,6 +142,7 @@ class GarmReconciler:
         decision = fencing.renew(me, self._committed_lease(app_data), self._clock())
         if decision.publish is not None:
             app_data.update(decision.publish.as_app_data())
+            self._lease_renewed = True
         if decision.run_until is not None:
             try:
                 self._workload.lease.hold_until(decision.run_until)
@@ -350,7 +353,8 @@ class GarmReconciler:
         """Take or keep the lease; None when this unit holds a committed one (ADR 0019)."""
         me = self._charm.unit.name
         lease = fencing.decide(me, committed, holder_stopped, now=self._clock())
-        if lease.publish is not None:
+        # One write per hook: a renewal at the hook's start already changed the data.
+        if lease.publish is not None and not self._lease_renewed:
             app_data.update(lease.publish.as_app_data())
         if lease.run_until is None:
             return charm_status.fenced(lease.message)

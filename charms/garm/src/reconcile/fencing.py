@@ -26,9 +26,14 @@ from workload.lease import WATCH_PERIOD
 
 HOLDER_KEY: Final = "garm-lease-holder"
 UNTIL_KEY: Final = "garm-lease-until"
-# Renewed by every leader hook: the reconcile tick (default every minute) and update-status
-# (every 5 minutes by default) each come well within it.
+# Renewed by leader hooks: the reconcile tick (default every minute) and update-status (every
+# 5 minutes by default) each come well within it.
 LEASE_LENGTH: Final = datetime.timedelta(minutes=10)
+# A lease is renewed only once less than this is left of it. Every change of the peer
+# application data gives every standby unit a hook, so renewing at each leader hook (each tick)
+# would run a hook on every standby every minute; this way at most one in 3 minutes, while any
+# leader hook at most 7 minutes apart (update-status's default is 5) still renews in time.
+RENEW_WHEN_LEFT: Final = datetime.timedelta(minutes=7)
 # systemd waits up to 90 s for GARM to stop (TimeoutStopSec's default).
 GARM_STOP_ALLOWANCE: Final = datetime.timedelta(seconds=90)
 CLOCK_SKEW_ALLOWANCE: Final = datetime.timedelta(seconds=75)
@@ -133,6 +138,8 @@ def decide(
 
 def _held(me: str, committed: Lease, now: datetime.datetime) -> LeaseDecision:
     renewed = Lease(me, now + LEASE_LENGTH)
+    if committed.until - now > RENEW_WHEN_LEFT:
+        return LeaseDecision(committed.until, None)
     if committed.until > now:
         return LeaseDecision(committed.until, renewed)
     return LeaseDecision(None, renewed, TAKING_LEASE)

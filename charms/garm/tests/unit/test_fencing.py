@@ -112,6 +112,36 @@ def test_the_holder_renews_and_hands_the_watchdog_only_the_committed_end(
     assert workload.lease.end() == committed.until
 
 
+def test_a_fresh_lease_is_kept_as_it_is_so_standbys_get_no_hook_from_it(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    garm: GarmSim,
+    resources: Resources,
+    config: Config,
+    clock: list[datetime.datetime],
+):
+    """Arrange: garm/0 leads and holds a committed lease with 9 minutes left.
+
+    Act: update-status; then the same at 3 minutes and 1 second later.
+
+    Assert: GARM runs on the committed end; the first hook leaves the peer application data as
+    it was (every change of it runs a hook on each standby); the later one renews the lease.
+    """
+    garm.bootstrap("admin", "existing-admin-Password-9fK2mQ")
+    committed = Lease("garm/0", NOW + datetime.timedelta(minutes=9))
+    relation = peer_relation(committed, {1: False})
+
+    first = ctx.run(ctx.on.update_status(), leader(resources, config, relation))
+    clock[0] = NOW + datetime.timedelta(minutes=3, seconds=1)
+    later = ctx.run(ctx.on.update_status(), leader(resources, config, relation))
+
+    (peers,) = [r for r in first.relations if isinstance(r, testing.PeerRelation)]
+    assert dict(peers.local_app_data) == dict(relation.local_app_data)
+    assert "apply" in workload.calls
+    assert workload.lease.end() == committed.until
+    assert published_lease(later) == Lease("garm/0", clock[0] + LEASE_LENGTH)
+
+
 def test_a_leader_with_an_invalid_config_still_renews_its_lease(
     ctx: Ctx,
     workload: RecordingWorkload,
