@@ -92,6 +92,9 @@ class RecordingWorkload:
         default_factory=dict[str, BackupManifest]
     )
     migration_error: WorkloadError | None = None
+    # The sha256 of GARM's database file: a backup copies it, a restore brings one back.
+    database_sha256: str = "0" * 64
+    restore_error: BackupError | None = None
 
     def install(
         self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
@@ -212,12 +215,28 @@ class RecordingWorkload:
             name,
             now.isoformat(),
             self.version() if garm_version is None else garm_version,
-            "0" * 64,
+            self.database_sha256,
             4096,
             passphrase_secret,
         )
         self.backups[name] = manifest
         return manifest
+
+    def matching_backup(self, prefix: str) -> BackupManifest | None:
+        """The newest backup of that name (or `<prefix>-...`) holding the database as it is."""
+        names = sorted((n for n in self.backups if n == prefix or n.startswith(f"{prefix}-")))
+        return next(
+            (
+                self.backups[n]
+                for n in reversed(names)
+                if self.backups[n].sha256 == self.database_sha256
+            ),
+            None,
+        )
+
+    def backup_exists(self, name: str) -> bool:
+        """Whether a backup of that name is kept."""
+        return name in self.backups
 
     def read_backup(self, name: str) -> BackupManifest:
         """A recorded backup, or the workload's error."""
@@ -230,6 +249,9 @@ class RecordingWorkload:
         if self.running:
             raise BackupError("GARM is still running: not restored")
         self.calls.append(f"restore_backup {manifest.name}")
+        if self.restore_error is not None:
+            raise self.restore_error
+        self.database_sha256 = manifest.sha256
 
     def migrate_database(self) -> int:
         """Record an offline migration; fail like the workload when told to."""

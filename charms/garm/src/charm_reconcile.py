@@ -62,7 +62,7 @@ from relations.service_handover import (
     stopped_for,
 )
 from scaleset_reconciler import ReconcileSettings, dropped_and_kept
-from workload.backup import BackupError, BackupManifest
+from workload.backup import BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import WorkloadError
 from workload.machine import Workload
@@ -287,17 +287,24 @@ class GarmReconciler:
     def _pre_upgrade_backup(self, name: str, last_ran: str) -> BackupManifest:
         """The backup taken before this upgrade (GARM stopped: nothing changes under it).
 
-        Kept from an earlier attempt: a retried upgrade restored it, so it is still the one.
+        A retried upgrade reuses the backup it took, which its failed migration restored, so
+        the database is that backup byte for byte. A backup of the same name that does not
+        match is older than the database (an earlier upgrade between the same versions, the
+        operator having gone back since): restoring it would lose what GARM did since, so a
+        new one is taken under a time-stamped name.
         """
-        try:
-            return self._workload.read_backup(name)
-        except BackupError:
-            return self._workload.create_backup(
-                name,
-                passphrase_secret=passphrase_secret_ref(self._charm.model),
-                now=self._clock(),
-                garm_version=last_ran,
-            )
+        found = self._workload.matching_backup(name)
+        if found is not None:
+            return found
+        now = self._clock()
+        if self._workload.backup_exists(name):
+            name = f"{name}-{now.astimezone(datetime.UTC):%Y%m%dT%H%M%SZ}"
+        return self._workload.create_backup(
+            name,
+            passphrase_secret=passphrase_secret_ref(self._charm.model),
+            now=now,
+            garm_version=last_ran,
+        )
 
     def _migrate(
         self, backup: BackupManifest, last_ran: str, version: str
@@ -316,6 +323,7 @@ class GarmReconciler:
                 self._workload.restore_backup(backup)
             except WorkloadError as restore_error:
                 logger.error("restoring backup %s failed: %s", backup.name, restore_error)
+                return charm_status.migration_not_restored(version)
             return ops.BlockedStatus(
                 f"GARM {version} could not migrate the database (restored): attach "
                 f"{last_ran} again; see juju debug-log"

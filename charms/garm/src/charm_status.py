@@ -145,6 +145,19 @@ def bootstrap_failed(error: BootstrapFailure) -> ops.StatusBase:
     )
 
 
+def migration_not_restored(version: str) -> ops.StatusBase:
+    """A failed migration whose backup could not be put back: the database may be half-done.
+
+    The log names the backup; the old GARM must not start on this database either.
+    """
+    return bounded(
+        ops.BlockedStatus(
+            f"GARM {version} failed to migrate and its backup was not put back: run "
+            "restore-backup (see juju debug-log)"
+        )
+    )
+
+
 def interrupted(error: GarmError | WorkloadError) -> ops.StatusBase:
     """The status of a reconcile that stopped half-way; the next hook takes it up again."""
     logger.warning("reconcile stopped: %s", error)

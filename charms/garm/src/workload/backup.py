@@ -235,3 +235,32 @@ def _online_copy(database: Path, target: Path) -> None:
     except sqlite3.Error as error:
         target.unlink(missing_ok=True)
         raise BackupError(f"SQLite could not copy the database: {error}") from None
+
+
+def matching_backup(paths: Paths, prefix: str) -> BackupManifest | None:
+    """A backup named `prefix` (or `prefix-<suffix>`) whose database is GARM's, byte for byte.
+
+    A failed upgrade restores its backup, which makes the database that backup's file, so a
+    retry finds the backup it took; any other backup of that name (an earlier upgrade between
+    the same versions, the operator having gone back since) is older than the database and does
+    not match. A backup just taken does not match either (SQLite's online copy is not the file
+    byte for byte): a hook that dies between backup and migration leaves one more backup. A
+    journal not yet checkpointed (`-wal` with content) means the database holds more than the
+    file: nothing matches.
+    """
+    live = read_regular(paths.sqlite_db)
+    wal = read_regular(paths.sqlite_db.with_name(f"{DATABASE_FILE}-wal"))
+    root = paths.charm_state / "backups"
+    if live is None or not root.is_dir() or (wal is not None and wal[0]):
+        return None
+    digest = hashlib.sha256(live[0]).hexdigest()
+    for directory in sorted(root.iterdir(), key=lambda found: found.name, reverse=True):
+        if directory.name != prefix and not directory.name.startswith(f"{prefix}-"):
+            continue
+        try:
+            manifest = read_backup(paths, directory.name)
+        except BackupError:
+            continue
+        if manifest.sha256 == digest:
+            return manifest
+    return None

@@ -262,6 +262,14 @@ class Workload:
         """
         return backup.read_backup(self.paths, name)
 
+    def matching_backup(self, prefix: str) -> backup.BackupManifest | None:
+        """A backup named `prefix` (or `prefix-<suffix>`) holding GARM's database as it is now."""
+        return backup.matching_backup(self.paths, prefix)
+
+    def backup_exists(self, name: str) -> bool:
+        """Whether anything is kept under the backup name `name` (whole or not)."""
+        return backup.backup_dir(self.paths, name).exists()
+
     def restore_backup(self, manifest: backup.BackupManifest) -> None:
         """Swap the backup's database in for GARM's; GARM must be stopped (`stop`).
 

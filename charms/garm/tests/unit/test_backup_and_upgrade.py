@@ -20,6 +20,7 @@ from workload.backup import (
     BackupError,
     BackupManifest,
     create_backup,
+    matching_backup,
     read_backup,
     restore_backup,
     restore_problem,
@@ -101,6 +102,36 @@ def test_a_backup_never_overwrites_another(paths: Paths):
     with pytest.raises(BackupError, match="exists already"):
         create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
     assert read_backup(paths, "b1") == first
+
+
+def test_only_a_backup_holding_the_database_as_it_is_matches(paths: Paths):
+    """Arrange: backups `pre` and `pre-later` of one database, and `other`.
+
+    Act: matching_backup("pre") as taken; after restoring `pre-later`; after GARM changed the
+    database; with `pre-later` restored again and a journal not yet checkpointed.
+
+    Assert: none as taken (SQLite's online copy is not the file byte for byte); `pre-later`
+    once restored (a restore makes the database the backup's file); none once GARM changed it
+    or while a journal holds more; `other` never.
+    """
+    garm_db(paths, ["small-1"]).close()
+    for name in ("pre", "pre-later", "other"):
+        create_backup(paths, name=name, garm_version=NEWER, passphrase_secret="", now=NOW)
+
+    as_taken = matching_backup(paths, "pre")
+    restore_backup(paths, read_backup(paths, "pre-later"), uid=-1, gid=-1)
+    restored = matching_backup(paths, "pre")
+    garm_db(paths, ["small-2"]).close()
+    changed = matching_backup(paths, "pre")
+    restore_backup(paths, read_backup(paths, "pre-later"), uid=-1, gid=-1)
+    paths.sqlite_db.with_name("garm.db-wal").write_bytes(b"pending")
+    journal = matching_backup(paths, "pre")
+
+    assert as_taken is None
+    assert restored is not None
+    assert restored.name == "pre-later"
+    assert changed is None
+    assert journal is None
 
 
 def test_a_damaged_backup_is_not_read(paths: Paths):

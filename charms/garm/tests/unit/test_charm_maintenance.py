@@ -394,6 +394,64 @@ def test_a_failed_migration_puts_the_backup_back_and_blocks(unit: Unit):
     assert unit.workload.last_ran_version == "v0.2.1"
 
 
+def test_a_retried_upgrade_reuses_the_backup_its_failed_migration_put_back(unit: Unit):
+    """Arrange: v0.2.1 last ran; the newer GARM's migration fails. Act: update-status twice.
+
+    Assert: one backup, taken by the first hook; the second restores that same one.
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.migration_error = MigrationError("GARM's migration failed: foreign key")
+
+    unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+    unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    creates = [c for c in unit.workload.calls if c.startswith("create_backup")]
+    restores = [c for c in unit.workload.calls if c.startswith("restore_backup")]
+    assert creates == [f"create_backup {name}"]
+    assert restores == [f"restore_backup {name}"] * 2
+
+
+def test_an_older_backup_of_the_same_upgrade_is_never_put_back(unit: Unit):
+    """Arrange: an older pre-upgrade backup of these versions; the migration fails.
+
+    The operator went back after that earlier attempt, and GARM changed the database since.
+
+    Act: update-status.
+    Assert: a new backup is taken under a time-stamped name and that one is put back, not the
+    old one, which would lose what GARM did since.
+    """
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.backups[name] = dataclasses.replace(backup(name, "v0.2.1"), sha256="a" * 64)
+    unit.workload.database_sha256 = "b" * 64
+    unit.workload.migration_error = MigrationError("GARM's migration failed: foreign key")
+
+    unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    (created,) = [c for c in unit.workload.calls if c.startswith("create_backup")]
+    (restored,) = [c for c in unit.workload.calls if c.startswith("restore_backup")]
+    assert created.startswith(f"create_backup {name}-")
+    assert restored == created.replace("create_backup", "restore_backup")
+
+
+def test_a_failed_migration_whose_backup_cannot_be_put_back_says_so(unit: Unit):
+    """Arrange: the migration fails, and so does putting the backup back.
+
+    Act: update-status. Assert: Blocked saying to run restore-backup, never "(restored)".
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.migration_error = MigrationError("GARM's migration failed: foreign key")
+    unit.workload.restore_error = BackupError("the swap failed")
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    assert out.unit_status == ops.BlockedStatus(
+        f"GARM {NEWER} failed to migrate and its backup was not put back: run restore-backup "
+        "(see juju debug-log)"
+    )
+
+
 def test_rotate_credentials_is_refused_while_paused(unit: Unit):
     """Arrange: paused at PAUSED_AT. Act: rotate-credentials with a new admin password.
 
