@@ -147,10 +147,11 @@ class GarmCharm(ops.CharmBase):
             leader = self.unit.is_leader()
         except ops.ModelError:
             # Cut off from the controller, a former leader may have been replaced: GARM goes
-            # now, not when the lease ends (docs/adr/0019-fencing-and-durable-rotation.md).
+            # now, not when the lease ends (docs/adr/0019-fencing-and-durable-rotation.md). The
+            # hook then fails as it would anyway (ops asks again to collect statuses): Juju
+            # runs it again once the controller answers.
             self._reconciler.stand_down()
-            self._status = charm_status.leadership_unknown()
-            return
+            raise
         if leader:
             self._reconciler.renew_lease()
         else:

@@ -28,9 +28,6 @@ logger = logging.getLogger(__name__)
 
 CERTIFICATE_AWAITED: Final = "waiting for a certificate (GARM serves plain HTTP)"
 GARM_STARTING: Final = "waiting for GARM to start"
-LEADERSHIP_UNKNOWN: Final = (
-    "cannot ask Juju whether this unit leads: GARM stopped here until the controller answers"
-)
 SECRETS_CREATED: Final = "created GARM's secrets; GARM is configured at the next hook"
 
 # What `bootstrap` may raise that has a status; anything else is a bug and fails the hook.
@@ -114,11 +111,6 @@ def handed_over(decision: Decision) -> ops.StatusBase | None:
 def fenced(message: str) -> ops.StatusBase:
     """This leader does not hold GARM's lease yet (ADR 0019): the message says until when."""
     return ops.WaitingStatus(message)
-
-
-def leadership_unknown() -> ops.StatusBase:
-    """is-leader failed: GARM was stopped here, as a former leader cut off must (ADR 0019)."""
-    return ops.WaitingStatus(LEADERSHIP_UNKNOWN)
 
 
 def not_started(error: WorkloadError) -> ops.StatusBase:
