@@ -224,7 +224,7 @@ class RecordingWorkload:
 
     def matching_backup(self, prefix: str) -> BackupManifest | None:
         """The newest backup of that name (or `<prefix>-...`) holding the database as it is."""
-        names = sorted((n for n in self.backups if n == prefix or n.startswith(f"{prefix}-")))
+        names = sorted(n for n in self.backups if n == prefix or n.startswith(f"{prefix}-"))
         return next(
             (
                 self.backups[n]
