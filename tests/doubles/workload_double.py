@@ -10,7 +10,7 @@ from pathlib import Path
 
 from workload.backup import BackupError, BackupManifest
 from workload.config import GarmConfig, OpenStackProvider, ProxyConfig, TlsFiles
-from workload.host import CommandError, ResourceError, WorkloadError
+from workload.host import CommandError, ResourceError, VersionRefused, WorkloadError
 
 
 @dataclasses.dataclass
@@ -92,19 +92,33 @@ class RecordingWorkload:
         default_factory=dict[str, BackupManifest]
     )
     migration_error: WorkloadError | None = None
+    # The version of the GARM binary in place (what systemd would start after a reboot).
+    installed_binary: str = ""
     # The sha256 of GARM's database file: a backup copies it, a restore brings one back.
     database_sha256: str = "0" * 64
     restore_error: BackupError | None = None
 
     def install(
-        self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
+        self,
+        garm_tarball: Path | None,
+        provider_tarball: Path | None,
+        proxy: ProxyConfig,
+        refusal: Callable[[str], str | None] | None = None,
     ) -> None:
-        """Record an install; fail like workload does when told to."""
+        """Record an install; fail like workload does when told to.
+
+        A binary `refusal` refuses is not installed, as the workload does: `installed_binary`
+        keeps the version that was there.
+        """
         self.calls.append("install")
         self.installs.append((garm_tarball, provider_tarball, proxy))
         if self.install_error is not None:
             raise self.install_error
+        reason = refusal(self.garm_version) if refusal is not None else None
+        if reason is not None:
+            raise VersionRefused(reason)
         self.installed = True
+        self.installed_binary = self.garm_version
 
     def is_installed(self) -> bool:
         """Whether install succeeded before."""

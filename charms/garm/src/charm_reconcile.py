@@ -64,7 +64,7 @@ from relations.service_handover import (
 from scaleset_reconciler import ReconcileSettings, dropped_and_kept
 from workload.backup import BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
-from workload.host import WorkloadError
+from workload.host import VersionRefused, WorkloadError
 from workload.machine import Workload
 from workload.releases import GARM_RESOURCE, PROVIDER_RESOURCE
 from workload.version import garm_built_after_v0_2_1
@@ -191,11 +191,21 @@ class GarmReconciler:
             self._charm.unit.status = ops.MaintenanceStatus("installing GARM")
         try:
             self._workload.install(
-                self._resource(GARM_RESOURCE), self._resource(PROVIDER_RESOURCE), proxy
+                self._resource(GARM_RESOURCE),
+                self._resource(PROVIDER_RESOURCE),
+                proxy,
+                refusal=self._version_refusal,
             )
+        except VersionRefused as error:
+            return ops.BlockedStatus(str(error))
         except WorkloadError as error:
             return charm_status.install_failed(error)
         return None
+
+    def _version_refusal(self, version: str) -> str | None:
+        """Why a new GARM binary must not replace the installed one (a downgrade), or None."""
+        decision = upgrade_step(self._workload.recorded_version(), version)
+        return decision.message if decision.step is Step.REFUSED else None
 
     def _resource(self, name: str) -> Path | None:
         try:
@@ -263,8 +273,9 @@ class GarmReconciler:
     def _upgrade(self, version: str, *, sqlite: bool) -> ops.StatusBase | None:
         """Refuse a downgrade; back SQLite up before a newer GARM migrates it (ADR 0025).
 
-        The new binary is on disk already, but the GARM that runs keeps the old one until the
-        restart `_start` makes, so a refusal leaves it running as it was.
+        The install refuses a downgrade before the binary is swapped in; this refusal is for a
+        binary installed before (by an earlier charm revision, or by hand). The GARM that runs
+        keeps its binary until the restart `_start` makes, so it runs on as it was.
         """
         last_ran = self._workload.recorded_version()
         decision = upgrade_step(last_ran, version)

@@ -41,6 +41,13 @@ class ResourceError(WorkloadError):
         self.reason = reason
 
 
+class VersionRefused(WorkloadError):
+    """The attached GARM binary must not run on this database; it was not installed.
+
+    The message is the charm's reason, e.g. a downgrade naming both versions.
+    """
+
+
 class CommandError(WorkloadError):
     """A command failed."""
 

@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from workload.host import (
     IdLookup,
     Paths,
     Runner,
+    VersionRefused,
     check_command,
     ensure_directory,
     is_intact,
@@ -33,10 +35,13 @@ from workload.releases import (
     tarball_bytes,
 )
 from workload.rendering import GARM_DIRECTORY
+from workload.version import binary_version
 
 logger = logging.getLogger(__name__)
 # Executables: root's, runnable by all (GARM runs as its own user).
 BINARY_MODE = 0o755
+# A new GARM binary's version -> why it must not be installed, or None.
+VersionCheck = Callable[[str], str | None]
 
 
 class Installer:
@@ -52,17 +57,29 @@ class Installer:
         self._arch = arch
 
     def install(
-        self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
+        self,
+        garm_tarball: Path | None,
+        provider_tarball: Path | None,
+        proxy: ProxyConfig,
+        refusal: VersionCheck | None = None,
     ) -> None:
         """Create the user and directories and install both binaries.
 
+        Args:
+            garm_tarball: the attached `garm-binary` resource, or None to download.
+            provider_tarball: the attached `garm-provider-openstack` resource, or None.
+            proxy: the model's proxy, used for downloads.
+            refusal: given a new GARM binary's version, why it must not replace the installed
+                one (e.g. a downgrade), or None; asked before the binary is swapped in.
+
         Raises:
             ResourceError: a tarball is missing, unverifiable or lacks its binary.
+            VersionRefused: `refusal` refused the new GARM binary; the installed one stays.
             CommandError: creating the user or setting ownership failed.
         """
         self._ensure_user()
         self._ensure_directories()
-        self._install_binary(GARM_RELEASE, garm_tarball, self._paths.garm_binary, proxy)
+        self._install_binary(GARM_RELEASE, garm_tarball, self._paths.garm_binary, proxy, refusal)
         self._install_binary(
             PROVIDER_RELEASE, provider_tarball, self._paths.provider_binary, proxy
         )
@@ -140,7 +157,12 @@ class Installer:
                 ensure_directory(entry, GARM_DIRECTORY, uid=root_uid, gid=garm_gid)
 
     def _install_binary(
-        self, release: Release, tarball: Path | None, target: Path, proxy: ProxyConfig
+        self,
+        release: Release,
+        tarball: Path | None,
+        target: Path,
+        proxy: ProxyConfig,
+        refusal: VersionCheck | None = None,
     ) -> None:
         """Install from the attached tarball or the pinned download, only when it changed.
 
@@ -161,10 +183,27 @@ class Installer:
         if installed.get(release.resource) == digest and intact:
             return
         binary = extract_member(release, content)
-        write_atomic(target, binary, BINARY_MODE)
+        if refusal is None:
+            write_atomic(target, binary, BINARY_MODE)
+        else:
+            self._swap_in_unless_refused(target, binary, refusal)
         installed[release.resource] = digest
         write_atomic(self._paths.installed, json.dumps(installed).encode(), 0o600)
         logger.info("installed %s from a tarball with sha256 %s", release.binary, digest)
+
+    def _swap_in_unless_refused(self, target: Path, binary: bytes, refusal: VersionCheck) -> None:
+        """Put the new binary beside the installed one, ask its version, then swap or refuse.
+
+        A refused binary never takes the installed one's place: systemd restarts GARM after a
+        crash or a reboot from `target`, and must not start it on a database it cannot run.
+        """
+        candidate = target.with_name(f".{target.name}.new")
+        write_atomic(candidate, binary, BINARY_MODE)
+        reason = refusal(binary_version(candidate, self._run))
+        if reason is not None:
+            candidate.unlink(missing_ok=True)
+            raise VersionRefused(reason)
+        os.replace(candidate, target)
 
 
 def _attached(tarball: Path | None) -> bytes | None:

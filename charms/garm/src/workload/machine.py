@@ -29,7 +29,7 @@ from workload.host import (
     run_command,
     write_atomic,
 )
-from workload.install import Installer
+from workload.install import Installer, VersionCheck
 from workload.lease import GarmLease
 from workload.pending_password import PendingPasswordFile
 from workload.releases import Fetcher, fetch_url
@@ -62,7 +62,11 @@ class Workload:
         )
 
     def install(
-        self, garm_tarball: Path | None, provider_tarball: Path | None, proxy: ProxyConfig
+        self,
+        garm_tarball: Path | None,
+        provider_tarball: Path | None,
+        proxy: ProxyConfig,
+        refusal: VersionCheck | None = None,
     ) -> None:
         """Create the user and directories and install both binaries.
 
@@ -70,12 +74,14 @@ class Workload:
             garm_tarball: the attached `garm-binary` resource, or None to download.
             provider_tarball: the attached `garm-provider-openstack` resource, or None.
             proxy: the model's proxy, used for downloads.
+            refusal: why a new GARM binary's version must not be installed, or None.
 
         Raises:
             ResourceError: a tarball is missing, unverifiable or lacks its binary.
+            VersionRefused: the new GARM binary was refused; the installed one stays.
             CommandError: creating the user or setting ownership failed.
         """
-        self._installer.install(garm_tarball, provider_tarball, proxy)
+        self._installer.install(garm_tarball, provider_tarball, proxy, refusal)
 
     def is_installed(self) -> bool:
         """Whether both binaries are in place."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Final
 
 from workload.host import Paths, Runner
@@ -19,10 +20,15 @@ def installed_version(paths: Paths, run: Runner) -> str:
     `version` argument and starts a server (garm-behaviour B5). The timeout keeps any surprise
     from hanging the hook.
     """
-    if not paths.garm_binary.is_file():
+    return binary_version(paths.garm_binary, run)
+
+
+def binary_version(binary: Path, run: Runner) -> str:
+    """The version a GARM binary at `binary` prints (see `installed_version`); "" if unknown."""
+    if not binary.is_file():
         return ""
     try:
-        result = run([str(paths.garm_binary), "--version"], timeout=VERSION_TIMEOUT_SECONDS)
+        result = run([str(binary), "--version"], timeout=VERSION_TIMEOUT_SECONDS)
     except OSError:  # not executable here, e.g. a binary for another architecture
         return ""
     return parse_garm_version(result.stdout) if result.returncode == 0 else ""

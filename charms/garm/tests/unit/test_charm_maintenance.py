@@ -356,6 +356,7 @@ def test_a_downgrade_is_refused_naming_both_versions(unit: Unit):
     no call to GARM's write API.
     """
     unit.workload.last_ran_version = NEWER
+    unit.workload.installed_binary = NEWER
     unit.workload.garm_version = "v0.2.1"
 
     out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
@@ -364,6 +365,7 @@ def test_a_downgrade_is_refused_naming_both_versions(unit: Unit):
         f"downgrade refused: GARM v0.2.1 is older than {NEWER}, which ran last; attach that "
         "garm-binary again"
     )
+    assert unit.workload.installed_binary == NEWER, "systemd would start the older binary"
     assert "apply" not in unit.workload.calls
     assert unit.garm.write_count() == 0
 

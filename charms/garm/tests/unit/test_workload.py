@@ -148,6 +148,41 @@ def test_install_from_resources_creates_layout(installed: Workload, runner: Reco
     assert not any(command[0] in ("useradd", "chown") for command in runner.commands)
 
 
+def test_a_refused_garm_binary_never_takes_the_installed_ones_place(
+    installed: Workload, runner: RecordingRunner, tmp_path: Path
+):
+    """Arrange: GARM installed; a new garm-binary is attached, which the charm refuses.
+
+    Act: install with a refusal that names the version it was asked about.
+
+    Assert: VersionRefused with the charm's reason; the installed binary and its recorded
+    tarball are as before (systemd would restart that one); no candidate file is left; the
+    version was asked of the new binary, not the installed one; without a refusal it goes in.
+    """
+    paths = installed.paths
+    before, recorded = paths.garm_binary.read_bytes(), paths.installed.read_text()
+    new = tarball(tmp_path / "older.tgz", "garm", b"\x7fELF older binary")
+    provider_tgz = tmp_path / "provider.tgz"
+    asked: list[str] = []
+
+    def refuse(version: str) -> str | None:
+        asked.append(version)
+        return f"downgrade refused: GARM {version} is older"
+
+    with pytest.raises(host.VersionRefused, match=r"downgrade refused: GARM v0\.2\.1"):
+        installed.install(new, provider_tgz, ProxyConfig(), refusal=refuse)
+    kept = (paths.garm_binary.read_bytes(), paths.installed.read_text())
+    candidates = list(paths.garm_binary.parent.glob(".garm*"))
+    version_asked_of = runner.commands[-1][0]
+    installed.install(new, provider_tgz, ProxyConfig(), refusal=lambda version: None)
+
+    assert kept == (before, recorded)
+    assert candidates == []
+    assert asked == ["v0.2.1"]
+    assert version_asked_of == str(paths.garm_binary.with_name(".garm.new"))
+    assert paths.garm_binary.read_bytes() == b"\x7fELF older binary"
+
+
 def test_install_creates_system_user_when_missing(tmp_path: Path, runner: RecordingRunner):
     """Arrange: no garm user. Act: install. Assert: a system user without a login shell."""
     runner.user_exists = False
