@@ -298,9 +298,12 @@ def registration_token(
 def runner_groups(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """G4: the organization's runner groups."""
+    """G4: the organization's runner groups, paginated as GitHub does (`per_page`, `page`)."""
     groups = [{"id": gid, "name": name} for name, gid in gh.config.runner_groups.items()]
-    return Answer(200, {"total_count": len(groups), "runner_groups": groups})
+    per_page = int(query.get("per_page", ["30"])[0])
+    page = int(query.get("page", ["1"])[0])
+    shown = groups[(page - 1) * per_page : page * per_page]
+    return Answer(200, {"total_count": len(groups), "runner_groups": shown})
 
 
 def repo_runners(

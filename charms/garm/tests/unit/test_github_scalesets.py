@@ -17,9 +17,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from fake_github import FakeGitHub, FakeGitHubConfig, Fault
 from fake_github.server import PIPELINE
+from garm_api import GarmBadRequest
 from garm_api.models import EntityKind, GithubEndpoint
 from reconcile.github_objects import GithubApp
-from reconcile.github_scalesets import ScaleSetCheck, is_due
+from reconcile.github_scalesets import MAX_RUNNER_GROUP_PAGES, ScaleSetCheck, is_due
 from scaleset_reconciler import GithubScaleSetRef
 from scaleset_reconciler.plan import entity_key
 from workload.config import ProxyConfig
@@ -160,6 +161,7 @@ def test_a_set_of_the_name_under_another_id_is_not_named(
         ("GET", LOOKUP, 200, {"count": True, "value": []}),
         ("GET", LOOKUP, 302, None),
         ("GET", r"/api/v3/orgs/.*/actions/runner-groups", 500, None),
+        ("GET", r"/api/v3/orgs/.*/actions/runner-groups", 200, {"total_count": 0}),
     ],
     ids=[
         "registration-refused",
@@ -170,6 +172,7 @@ def test_a_set_of_the_name_under_another_id_is_not_named(
         "lookup-count-not-a-number",
         "lookup-redirect",
         "groups-error",
+        "groups-no-list",
     ],
 )
 def test_any_other_answer_names_nothing(
@@ -189,6 +192,59 @@ def test_any_other_answer_names_nothing(
     clean = check(github, app)([dropped])
 
     assert (faulted, clean) == (frozenset(), {dropped.scaleset_id})
+
+
+def test_a_runner_group_on_a_later_page_is_found(app: GithubApp):
+    """Arrange: an org with 150 runner groups; a dropped scale set in the 140th.
+
+    Act: ask. Assert: named missing, after reading the groups' second page (100 a page).
+    """
+    groups = {f"group-{n}": n + 10 for n in range(150)}
+    with FakeGitHub(config=FakeGitHubConfig(app_id=APP_ID, runner_groups=groups)) as github:
+        ref = GithubScaleSetRef(1, "deep-jjjj", 77, "group-140", EntityKind.ORGANIZATION, ORG)
+
+        missing = check(github, app)([ref])
+
+        pages = [p for _, p, _ in github.calls if "/actions/runner-groups" in p]
+        assert missing == {1}
+        assert [p.split("?")[1] for p in pages] == ["per_page=100&page=1", "per_page=100&page=2"]
+
+
+def test_too_many_runner_groups_name_nothing(app: GithubApp):
+    """Arrange: more runner groups than the check reads, the set's group not among them.
+
+    Act: ask. Assert: nothing named, after the last page the check reads.
+    """
+    groups = {f"group-{n}": n + 10 for n in range(MAX_RUNNER_GROUP_PAGES * 100 + 1)}
+    with FakeGitHub(config=FakeGitHubConfig(app_id=APP_ID, runner_groups=groups)) as github:
+        ref = GithubScaleSetRef(1, "lost-kkkk", 77, "elsewhere", EntityKind.ORGANIZATION, ORG)
+
+        missing = check(github, app)([ref])
+
+        pages = [p for _, p, _ in github.calls if "/actions/runner-groups" in p]
+        assert missing == frozenset()
+        assert len(pages) == MAX_RUNNER_GROUP_PAGES
+
+
+def test_without_garms_github_endpoint_nothing_is_asked(github: FakeGitHub, app: GithubApp):
+    """Arrange: GARM refuses its endpoints, or has no github.com endpoint.
+
+    Act: ask about a dropped scale set. Assert: nothing named, GitHub never called.
+    """
+    dropped = at_github(github, "small-llll")
+    github.drop_scale_set(dropped.github_id)
+
+    def refused() -> GithubEndpoint | None:
+        raise GarmBadRequest("list github endpoints", 400, "Bad Request", "no")
+
+    apps = {entity_key(EntityKind.ORGANIZATION, ORG): app}
+    answers = [
+        ScaleSetCheck(endpoint, apps, ProxyConfig(), clock=lambda: NOW)([dropped])
+        for endpoint in (refused, lambda: None)
+    ]
+
+    assert answers == [frozenset(), frozenset()]
+    assert github.calls == []
 
 
 def test_an_unknown_runner_group_names_nothing(github: FakeGitHub, app: GithubApp):
