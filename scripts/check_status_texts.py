@@ -4,8 +4,9 @@ A quoted status is a code span after a status name, as the docs write them: Bloc
 Waiting `text`, Maintenance `text`, Active `text` (also in a table cell). The text is cut at
 what the docs write for a variable part (`<name>`, `...`, a quoted name such as `'small'`,
 numbers and times); every literal piece of 8 characters or more must occur in a string literal
-of the garm charm's code (an f-string's literal parts included), or, where the code builds it
-from parts, every word of it must. The code is read afresh each run, so a status another change
+of that charm's code (garm's, or the configurator's for its docs; f-strings' literal parts
+included, docstrings and log calls left out), or, where the code builds it from parts, every
+word of it must. The code is read afresh each run, so a status another change
 adds is known without a list to update.
 """
 
@@ -17,9 +18,15 @@ import re
 from collections.abc import Iterator
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-CODE = ROOT / "charms" / "garm" / "src"
+GARM_CODE = ROOT / "charms" / "garm" / "src"
+CONFIGURATOR_CODE = ROOT / "charms" / "garm-configurator" / "src"
+# The relation library's validation errors reach both charms' statuses.
+LIBRARY = ROOT / "charms" / "garm" / "lib" / "charms" / "garm_configurator"
 SKIP = {"garm_client"}
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+# Docs about the configurator quote its statuses; every other doc quotes garm's.
+CONFIGURATOR_DOCS = ("garm-configurator",)
+LOG_METHODS = frozenset({"debug", "info", "warning", "error", "exception", "critical"})
 # Decisions recorded before a status was reworded quote it as it was then.
 HISTORY = ("adr", "changelog.md")
 QUOTED = re.compile(r"\b(Blocked|Waiting|Maintenance|Active)\s+`([^`\n]+)`")
@@ -33,11 +40,19 @@ WORD = re.compile(r"[A-Za-z][A-Za-z_-]{2,}")
 
 def check_status_texts() -> Iterator[str]:
     """`path:line: problem` for each quoted status with a piece the code does not have."""
-    corpus = code_strings()
-    words = set(WORD.findall(corpus))
+    corpora = {
+        charm: (corpus, set(WORD.findall(corpus)))
+        for charm, corpus in (
+            ("garm", code_strings(GARM_CODE, LIBRARY)),
+            ("garm-configurator", code_strings(CONFIGURATOR_CODE, LIBRARY)),
+        )
+    }
     for path in DOCS:
-        if any(part in HISTORY for part in path.relative_to(ROOT).parts):
+        relative = path.relative_to(ROOT)
+        if any(part in HISTORY for part in relative.parts):
             continue
+        charm = "garm-configurator" if any(n in relative.name for n in CONFIGURATOR_DOCS) else "garm"
+        corpus, words = corpora[charm]
         text = path.read_text(encoding="utf-8")
         for match in QUOTED.finditer(text):
             missing = [
@@ -48,8 +63,8 @@ def check_status_texts() -> Iterator[str]:
             if missing:
                 line = text.count("\n", 0, match.start()) + 1
                 yield (
-                    f"{path.relative_to(ROOT).as_posix()}:{line}: status "
-                    f"{match.group(1)} `{match.group(2)}` is not in the code ({missing[0]!r})"
+                    f"{relative.as_posix()}:{line}: status {match.group(1)} "
+                    f"`{match.group(2)}` is not in {charm}'s code ({missing[0]!r})"
                 )
 
 
@@ -59,13 +74,43 @@ def pieces(status: str) -> list[str]:
     return [part for part in parts if len(part) >= MIN_PIECE]
 
 
-def code_strings() -> str:
-    """Every string literal of the charm's code, one per line (f-strings' literal parts too)."""
+def code_strings(*roots: pathlib.Path) -> str:
+    """The charm's string literals that can be status text, one per line.
+
+    f-strings' literal parts count; docstrings and the arguments of log calls do not: a log
+    line or a docstring must not vouch for a status the code no longer sets.
+    """
     found: list[str] = []
-    for path in sorted(CODE.rglob("*.py")):
-        if SKIP.intersection(path.relative_to(CODE).parts):
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                found.append(node.value)
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if SKIP.intersection(path.relative_to(root).parts):
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            left_out = {id(node) for node in _docstrings(tree)} | {
+                id(node) for call in _log_calls(tree) for node in ast.walk(call)
+            }
+            found += [
+                node.value
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in left_out
+            ]
     return "\n".join(found)
+
+
+def _docstrings(tree: ast.Module) -> Iterator[ast.AST]:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                yield first.value
+
+
+def _log_calls(tree: ast.Module) -> Iterator[ast.Call]:
+    for node in ast.walk(tree):
+        func = node.func if isinstance(node, ast.Call) else None
+        if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS:
+            target = func.value
+            if isinstance(target, ast.Name) and target.id in ("logger", "logging"):
+                yield node  # type: ignore[misc]

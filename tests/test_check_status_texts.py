@@ -36,6 +36,9 @@ def test_the_docs_quote_only_statuses_the_code_has(checker: ModuleType):
         ("Maintenance `paused since <UTC time>: the charm leaves GARM alone; run resume`", True),
         ("Active `'small' labels changing: deleting the old generation forever`", False),
         ("Waiting `GARM stopped answering; retrying at the next hook`", True),
+        # Only docstrings and log lines have these words: no status does.
+        ("Blocked `Decide whether Charmhub builds exchange credentials`", False),
+        ("Waiting `Everything the Enterprise denied`", False),
     ],
 )
 def test_an_invented_status_is_found(
