@@ -51,7 +51,8 @@ def check_status_texts() -> Iterator[str]:
         relative = path.relative_to(ROOT)
         if any(part in HISTORY for part in relative.parts):
             continue
-        charm = "garm-configurator" if any(n in relative.name for n in CONFIGURATOR_DOCS) else "garm"
+        about_configurator = any(name in relative.name for name in CONFIGURATOR_DOCS)
+        charm = "garm-configurator" if about_configurator else "garm"
         corpus, words = corpora[charm]
         text = path.read_text(encoding="utf-8")
         for match in QUOTED.finditer(text):

@@ -44,18 +44,14 @@ def agreed_bindings(
         _group(bindings, lambda b: b.app.credentials_name), lambda b: b.app.description
     )
     for name, involved in contested_apps.items():
-        problems[name] = (
-            f"configurators {_names(involved)} publish different keys for this App "
-            "installation; nothing is changed until they publish the same one"
-        )
+        problems[name] = f"{_names(involved)} publish different keys: publish one key"
     contested_entities = _contested(
         _group(bindings, lambda b: entity_key(b.entity.kind, b.entity.name)),
         lambda b: b.app.credentials_name,
     )
     for involved in contested_entities.values():
         problems[involved[0].entity.name] = (
-            f"configurators {_names(involved)} serve it with different GitHub Apps; nothing "
-            "is changed until they publish the same App"
+            f"{_names(involved)} serve it with different GitHub Apps: use one App"
         )
     agreed = [
         binding
