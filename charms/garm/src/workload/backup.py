@@ -5,6 +5,8 @@ under `/var/lib/garm-charm/backups/<name>/` (directory 0700, files 0600, root on
 file-object database `blob-garm.db` too, where the GARM build has one) beside a
 manifest: the database file's sha256, the GARM version that wrote it and the Juju secret holding
 the passphrase GARM encrypts secrets in the database with, without which the copy is useless.
+It is built in a hidden `.<name>.partial/` and renamed to `<name>/` once its manifest is
+written, so a backup that fails half way never stands in the way of the next attempt.
 
 A restore checks the manifest, the checksum and the version, then swaps the file in with one
 rename; GARM must be stopped first (the charm does that), and its `-wal`/`-shm` files go, so
@@ -13,6 +15,7 @@ SQLite never replays the old journal onto the restored database.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import hashlib
@@ -24,7 +27,14 @@ import tempfile
 from pathlib import Path
 from typing import Final
 
-from workload.host import Paths, WorkloadError, ensure_directory, read_regular, write_atomic
+from workload.host import (
+    Paths,
+    WorkloadError,
+    ensure_directory,
+    read_regular,
+    remove_tree,
+    write_atomic,
+)
 from workload.version import version_order
 
 DATABASE_FILE: Final = "garm.db"
@@ -86,7 +96,8 @@ def create_backup(
         now: the time the backup is taken at.
 
     Raises:
-        BackupError: no database, a bad name, an existing backup of that name, or SQLite failed.
+        BackupError: no database, a bad name, an existing backup of that name, or SQLite or
+            the disk failed (nothing is left under `name` then).
     """
     directory = _named_dir(paths, name)
     if not paths.sqlite_db.is_file():
@@ -94,7 +105,47 @@ def create_backup(
     if directory.exists():
         raise BackupError(f"a backup called {name} exists already: choose another name")
     ensure_directory(directory.parent, 0o700)
-    ensure_directory(directory, 0o700)
+    # Built aside and renamed in whole: a copy that fails half way leaves no `<name>` behind,
+    # so the next attempt under the same name (the pre-upgrade backup's) starts afresh.
+    partial = partial_dir(paths, name)
+    try:
+        remove_tree(partial)
+        ensure_directory(partial, 0o700)
+        manifest = _fill(
+            paths,
+            partial,
+            BackupManifest(
+                name=name,
+                created=now.astimezone(datetime.UTC).isoformat(timespec="seconds"),
+                garm_version=garm_version,
+                sha256="",
+                size=0,
+                passphrase_secret=passphrase_secret,
+            ),
+        )
+        os.rename(partial, directory)
+    except WorkloadError:
+        _discard(partial)
+        raise
+    except OSError as error:
+        _discard(partial)
+        raise BackupError(f"could not write backup {name}: {error.strerror}") from None
+    return manifest
+
+
+def partial_dir(paths: Paths, name: str) -> Path:
+    """Where the backup `name` is built before it is renamed in (hidden: never a backup)."""
+    return backup_dir(paths, f".{name}.partial")
+
+
+def _discard(partial: Path) -> None:
+    """Best effort: a partial left behind is cleared by the next attempt anyway."""
+    with contextlib.suppress(OSError):
+        remove_tree(partial)
+
+
+def _fill(paths: Paths, directory: Path, described: BackupManifest) -> BackupManifest:
+    """Copy the databases into `directory`, then write their manifest there, last."""
     target = directory / DATABASE_FILE
     _online_copy(paths.sqlite_db, target)
     content = target.read_bytes()
@@ -102,13 +153,10 @@ def create_backup(
     if (paths.data / BLOB_FILE).is_file():
         _online_copy(paths.data / BLOB_FILE, directory / BLOB_FILE)
         blob_sha256 = hashlib.sha256((directory / BLOB_FILE).read_bytes()).hexdigest()
-    manifest = BackupManifest(
-        name=name,
-        created=now.astimezone(datetime.UTC).isoformat(timespec="seconds"),
-        garm_version=garm_version,
+    manifest = dataclasses.replace(
+        described,
         sha256=hashlib.sha256(content).hexdigest(),
         size=len(content),
-        passphrase_secret=passphrase_secret,
         blob_sha256=blob_sha256,
     )
     write_atomic(

@@ -103,6 +103,44 @@ def test_a_backup_never_overwrites_another(paths: Paths):
     assert read_backup(paths, "b1") == first
 
 
+def test_a_failed_backup_leaves_nothing_so_the_same_name_is_retried(paths: Paths):
+    """Arrange: the blob database is damaged, so its copy fails after garm.db's succeeded.
+
+    Act: create the pre-upgrade backup; then mend the blob database, leave a stale partial as
+    an interrupted hook would, and retry as the charm does (read_backup, else create_backup).
+    Assert: the failure leaves no backup of that name and no partial; the retry makes it,
+    and the stale partial's content is not in it.
+    """
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    garm_db(paths, ["small-1"]).close()
+    blob = paths.data / "blob-garm.db"
+    blob.write_bytes(b"not a database")
+    backups = paths.charm_state / "backups"
+
+    with pytest.raises(BackupError, match="SQLite could not copy"):
+        create_backup(paths, name=name, garm_version=NEWER, passphrase_secret="", now=NOW)
+    with pytest.raises(BackupError, match="no backup called"):
+        read_backup(paths, name)
+    assert sorted(backups.iterdir()) == []
+
+    blob.unlink()
+    with contextlib.closing(sqlite3.connect(blob)) as connection:
+        connection.executescript("CREATE TABLE file_objects (name TEXT);")
+    (backups / f".{name}.partial").mkdir()
+    (backups / f".{name}.partial" / "stale").write_bytes(b"from an interrupted hook")
+    try:
+        retried = read_backup(paths, name)
+    except BackupError:
+        retried = create_backup(
+            paths, name=name, garm_version=NEWER, passphrase_secret="", now=NOW
+        )
+
+    assert read_backup(paths, name) == retried
+    assert retried.blob_sha256
+    assert sorted(path.name for path in backups.iterdir()) == [name]
+    assert not (backups / name / "stale").exists()
+
+
 def test_a_damaged_backup_is_not_read(paths: Paths):
     """Arrange: a backup whose database changed on disk. Act: read_backup. Assert: refused."""
     garm_db(paths, ["small-1"]).close()
