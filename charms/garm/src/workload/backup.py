@@ -9,8 +9,9 @@ It is built in a hidden `.<name>.partial/` and renamed to `<name>/` once its man
 written, so a backup that fails half way never stands in the way of the next attempt.
 
 A restore checks the manifest, the checksum and the version, then swaps the file in with one
-rename; GARM must be stopped first (the charm does that), and its `-wal`/`-shm` files go, so
-SQLite never replays the old journal onto the restored database.
+rename; GARM must be stopped first (the charm does that), and its `-wal`/`-shm` files go once
+that rename is done, so SQLite never replays the old journal onto the restored database and a
+failed rename leaves the old database whole.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ DATABASE_FILE: Final = "garm.db"
 # Builds after v0.2.1 keep file objects (cached agent binaries and the like) in a second database.
 BLOB_FILE: Final = "blob-garm.db"
 MANIFEST_FILE: Final = "manifest.json"
+# SQLite's journal files beside a database, named after it.
+_JOURNALS: Final = ("-wal", "-shm", "-journal")
 # Names the charm makes (`garm-<UTC time>`, `pre-upgrade-...`): no path separator can slip in.
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -218,7 +221,8 @@ def restore_backup(paths: Paths, manifest: BackupManifest, *, uid: int, gid: int
     """Swap the backup's databases in for GARM's, each in one rename; GARM must be stopped.
 
     Each copy is checked again as it is read (what is renamed in is what was verified), gets
-    the owner GARM runs as and mode 0600, and replaces GARM's file; the old journal files go.
+    the owner GARM runs as and mode 0600, and replaces GARM's file; the old journal files go
+    once it has (a failed swap leaves the old database with its journal).
 
     Raises:
         BackupError: a copy does not match the manifest or a swap failed.
@@ -247,12 +251,34 @@ def _swap_in(target: Path, content: bytes, *, uid: int, gid: int) -> None:
             file.write(content)
             file.flush()
             os.fsync(file.fileno())
-        for journal in ("-wal", "-shm", "-journal"):
-            target.with_name(target.name + journal).unlink(missing_ok=True)
-        os.replace(temporary, target)
+        _replace_dropping_journal(Path(temporary), target)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)
         raise BackupError(f"could not swap {target.name} in: {error.strerror}") from None
+
+
+def _replace_dropping_journal(temporary: Path, target: Path) -> None:
+    """Rename `temporary` over `target`; its journal files go only once that rename is done.
+
+    They are moved aside first, so SQLite never replays the old journal onto the restored
+    database, and moved back when the rename fails: the old database keeps its committed
+    writes in the WAL.
+    """
+    aside: list[tuple[Path, Path]] = []
+    try:
+        for suffix in _JOURNALS:
+            journal = target.with_name(target.name + suffix)
+            kept = journal.with_name(f".{journal.name}.aside")
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(journal, kept)
+                aside.append((kept, journal))
+        os.replace(temporary, target)
+    except OSError:
+        for kept, journal in aside:
+            os.replace(kept, journal)
+        raise
+    for kept, _ in aside:
+        kept.unlink(missing_ok=True)
 
 
 def _named_dir(paths: Paths, name: str) -> Path:
