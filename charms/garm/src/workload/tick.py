@@ -25,7 +25,7 @@ from pathlib import Path
 from charmlibs import systemd
 
 from workload import systemctl
-from workload.host import read_intact, write_atomic
+from workload.host import read_intact, read_text, write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -134,20 +134,19 @@ class ReconcileTick:
             self.paths.service_file: render_service(schedule),
             self.paths.timer_file: render_timer(schedule),
         }
-        changed = [path for path, text in files.items() if _read_text(path) != text]
+        changed = False
         for path, text in files.items():
-            # A drifted mode, owner or a symlink is put right too (never written through).
-            if read_intact(path, UNIT_MODE) != text.encode():
-                write_atomic(path, text.encode(), UNIT_MODE)
+            if read_intact(path, UNIT_MODE) == text.encode():
+                continue
+            # A drifted mode, owner or a symlink is put right too (never written through);
+            # systemd reloads only when what it read, through any link, was not the unit.
+            changed |= read_text(path) != text
+            write_atomic(path, text.encode(), UNIT_MODE)
+        # restart when changed, not start: a changed interval must take effect now.
+        systemctl.keep_running(TIMER_NAME, changed=changed, error=TickError, journal=TIMER_NAME)
         if changed:
-            _systemd("daemon-reload", systemd.daemon_reload)
-            # restart, not start: a changed interval must take effect now.
-            _systemd("enable", systemd.service_enable, TIMER_NAME)
-            _systemd("restart", systemd.service_restart, TIMER_NAME)
             logger.info("reconcile tick every %ss", int(schedule.interval.total_seconds()))
-        elif not systemctl.running(TIMER_NAME):
-            _systemd("start", systemd.service_start, TIMER_NAME)
-        return bool(changed)
+        return changed
 
     def remove(self) -> None:
         """Stop and remove the timer (non-leaders, `reconcile-interval=0`, removal).
@@ -173,10 +172,3 @@ class ReconcileTick:
 
 def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
     systemctl.call(verb, action, *args, error=TickError, journal=TIMER_NAME)
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
