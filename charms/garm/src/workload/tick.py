@@ -40,7 +40,7 @@ UNIT_MODE = 0o644
 
 
 class TickError(Exception):
-    """systemd refused to install or start the timer (its output is in the journal)."""
+    """A unit file could not be written, or systemd refused (its output is in the journal)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +128,8 @@ class ReconcileTick:
             True when the units were (re)written.
 
         Raises:
-            TickError: systemd refused; the command is named, its output is not.
+            TickError: a unit file could not be written, or systemd refused (the command is
+                named, its output is not).
         """
         files = {
             self.paths.service_file: render_service(schedule),
@@ -141,7 +142,7 @@ class ReconcileTick:
             # A drifted mode, owner or a symlink is put right too (never written through);
             # systemd reloads only when what it read, through any link, was not the unit.
             changed |= read_text(path) != text
-            write_atomic(path, text.encode(), UNIT_MODE)
+            _write(path, text)
         # restart when changed, not start: a changed interval must take effect now.
         systemctl.keep_running(TIMER_NAME, changed=changed, error=TickError, journal=TIMER_NAME)
         if changed:
@@ -168,6 +169,14 @@ class ReconcileTick:
         except TickError as error:
             logger.warning("%s", error)
         logger.info("reconcile tick removed")
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        write_atomic(path, text.encode(), UNIT_MODE)
+    except OSError as error:
+        # The charm logs a TickError and goes on; anything else would fail the whole hook.
+        raise TickError(f"cannot write {path}: {error.strerror}") from None
 
 
 def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
