@@ -5,14 +5,18 @@ under `/var/lib/garm-charm/backups/<name>/` (directory 0700, files 0600, root on
 file-object database `blob-garm.db` too, where the GARM build has one) beside a
 manifest: the database file's sha256, the GARM version that wrote it and the Juju secret holding
 the passphrase GARM encrypts secrets in the database with, without which the copy is useless.
+It is built in a hidden `.<name>.partial/` and renamed to `<name>/` once its manifest is
+written, so a backup that fails half way never stands in the way of the next attempt.
 
 A restore checks the manifest, the checksum and the version, then swaps the file in with one
-rename; GARM must be stopped first (the charm does that), and its `-wal`/`-shm` files go, so
-SQLite never replays the old journal onto the restored database.
+rename; GARM must be stopped first (the charm does that), and its `-wal`/`-shm` files go once
+that rename is done, so SQLite never replays the old journal onto the restored database and a
+failed rename leaves the old database whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import hashlib
@@ -24,13 +28,22 @@ import tempfile
 from pathlib import Path
 from typing import Final
 
-from workload.host import Paths, WorkloadError, ensure_directory, read_regular, write_atomic
+from workload.host import (
+    Paths,
+    WorkloadError,
+    ensure_directory,
+    read_regular,
+    remove_tree,
+    write_atomic,
+)
 from workload.version import version_order
 
 DATABASE_FILE: Final = "garm.db"
 # Builds after v0.2.1 keep file objects (cached agent binaries and the like) in a second database.
 BLOB_FILE: Final = "blob-garm.db"
 MANIFEST_FILE: Final = "manifest.json"
+# SQLite's journal files beside a database, named after it.
+_JOURNALS: Final = ("-wal", "-shm", "-journal")
 # Names the charm makes (`garm-<UTC time>`, `pre-upgrade-...`): no path separator can slip in.
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -86,7 +99,8 @@ def create_backup(
         now: the time the backup is taken at.
 
     Raises:
-        BackupError: no database, a bad name, an existing backup of that name, or SQLite failed.
+        BackupError: no database, a bad name, an existing backup of that name, or SQLite or
+            the disk failed (nothing is left under `name` then).
     """
     directory = _named_dir(paths, name)
     if not paths.sqlite_db.is_file():
@@ -94,7 +108,47 @@ def create_backup(
     if directory.exists():
         raise BackupError(f"a backup called {name} exists already: choose another name")
     ensure_directory(directory.parent, 0o700)
-    ensure_directory(directory, 0o700)
+    # Built aside and renamed in whole: a copy that fails half way leaves no `<name>` behind,
+    # so the next attempt under the same name (the pre-upgrade backup's) starts afresh.
+    partial = partial_dir(paths, name)
+    try:
+        remove_tree(partial)
+        ensure_directory(partial, 0o700)
+        manifest = _fill(
+            paths,
+            partial,
+            BackupManifest(
+                name=name,
+                created=now.astimezone(datetime.UTC).isoformat(timespec="seconds"),
+                garm_version=garm_version,
+                sha256="",
+                size=0,
+                passphrase_secret=passphrase_secret,
+            ),
+        )
+        os.rename(partial, directory)
+    except WorkloadError:
+        _discard(partial)
+        raise
+    except OSError as error:
+        _discard(partial)
+        raise BackupError(f"could not write backup {name}: {error.strerror}") from None
+    return manifest
+
+
+def partial_dir(paths: Paths, name: str) -> Path:
+    """Where the backup `name` is built before it is renamed in (hidden: never a backup)."""
+    return backup_dir(paths, f".{name}.partial")
+
+
+def _discard(partial: Path) -> None:
+    """Best effort: a partial left behind is cleared by the next attempt anyway."""
+    with contextlib.suppress(OSError):
+        remove_tree(partial)
+
+
+def _fill(paths: Paths, directory: Path, described: BackupManifest) -> BackupManifest:
+    """Copy the databases into `directory`, then write their manifest there, last."""
     target = directory / DATABASE_FILE
     _online_copy(paths.sqlite_db, target)
     content = target.read_bytes()
@@ -102,13 +156,10 @@ def create_backup(
     if (paths.data / BLOB_FILE).is_file():
         _online_copy(paths.data / BLOB_FILE, directory / BLOB_FILE)
         blob_sha256 = hashlib.sha256((directory / BLOB_FILE).read_bytes()).hexdigest()
-    manifest = BackupManifest(
-        name=name,
-        created=now.astimezone(datetime.UTC).isoformat(timespec="seconds"),
-        garm_version=garm_version,
+    manifest = dataclasses.replace(
+        described,
         sha256=hashlib.sha256(content).hexdigest(),
         size=len(content),
-        passphrase_secret=passphrase_secret,
         blob_sha256=blob_sha256,
     )
     write_atomic(
@@ -170,7 +221,8 @@ def restore_backup(paths: Paths, manifest: BackupManifest, *, uid: int, gid: int
     """Swap the backup's databases in for GARM's, each in one rename; GARM must be stopped.
 
     Each copy is checked again as it is read (what is renamed in is what was verified), gets
-    the owner GARM runs as and mode 0600, and replaces GARM's file; the old journal files go.
+    the owner GARM runs as and mode 0600, and replaces GARM's file; the old journal files go
+    once it has (a failed swap leaves the old database with its journal).
 
     Raises:
         BackupError: a copy does not match the manifest or a swap failed.
@@ -199,12 +251,34 @@ def _swap_in(target: Path, content: bytes, *, uid: int, gid: int) -> None:
             file.write(content)
             file.flush()
             os.fsync(file.fileno())
-        for journal in ("-wal", "-shm", "-journal"):
-            target.with_name(target.name + journal).unlink(missing_ok=True)
-        os.replace(temporary, target)
+        _replace_dropping_journal(Path(temporary), target)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)
         raise BackupError(f"could not swap {target.name} in: {error.strerror}") from None
+
+
+def _replace_dropping_journal(temporary: Path, target: Path) -> None:
+    """Rename `temporary` over `target`; its journal files go only once that rename is done.
+
+    They are moved aside first, so SQLite never replays the old journal onto the restored
+    database, and moved back when the rename fails: the old database keeps its committed
+    writes in the WAL.
+    """
+    aside: list[tuple[Path, Path]] = []
+    try:
+        for suffix in _JOURNALS:
+            journal = target.with_name(target.name + suffix)
+            kept = journal.with_name(f".{journal.name}.aside")
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(journal, kept)
+                aside.append((kept, journal))
+        os.replace(temporary, target)
+    except OSError:
+        for kept, journal in aside:
+            os.replace(kept, journal)
+        raise
+    for kept, _ in aside:
+        kept.unlink(missing_ok=True)
 
 
 def _named_dir(paths: Paths, name: str) -> Path:

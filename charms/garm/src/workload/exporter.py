@@ -161,13 +161,9 @@ class CharmExporter:
                 _write(path, content, PUBLIC_MODE)
                 changed = True
         self._ensure_directory()
+        systemctl.keep_running(UNIT, changed=changed, error=ExporterError, journal=UNIT)
         if changed:
-            _systemd("daemon-reload", systemd.daemon_reload)
-            _systemd("enable", systemd.service_enable, UNIT)
-            _systemd("restart", systemd.service_restart, UNIT)
             logger.info("charm metrics exporter on 127.0.0.1:%d", self.port)
-        elif not systemctl.running(UNIT):
-            _systemd("start", systemd.service_start, UNIT)
         return changed
 
     def remove(self) -> None:

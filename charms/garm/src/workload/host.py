@@ -211,6 +211,11 @@ class Paths:
         return self.charm_state / "database-backend"
 
     @property
+    def garm_version(self) -> Path:
+        """The GARM version that last ran on the database (what an upgrade starts from)."""
+        return self.charm_state / "garm-version"
+
+    @property
     def installed(self) -> Path:
         """Which tarballs the installed binaries came from."""
         return self.charm_state / "installed.json"

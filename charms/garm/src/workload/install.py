@@ -105,10 +105,6 @@ class Installer:
         """The uid and gid GARM runs as."""
         return self._ids(SYSTEM_USER)
 
-    def garm_group(self) -> int:
-        """The gid of the garm group: what may read GARM's configuration."""
-        return self._ids(SYSTEM_USER)[1]
-
     def _ensure_user(self) -> None:
         if self._run(["id", "-u", SYSTEM_USER]).returncode == 0:
             return

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Callable
+from pathlib import Path
 
 from charmlibs import systemd
 
+from workload import systemctl
 from workload.host import (
     SERVICE_NAME,
     CommandError,
     Paths,
     WorkloadError,
+    read_intact,
     read_regular,
-    read_text,
     write_atomic,
 )
 
@@ -32,6 +35,8 @@ WATCH_NAME = "garm-lease-watch"
 WATCH_TIMER = f"{WATCH_NAME}.timer"
 # How often the watchdog looks; part of the margin a new leader adds to the lease.
 WATCH_PERIOD = datetime.timedelta(seconds=15)
+# systemd unit files: root's, readable by all.
+UNIT_MODE = 0o644
 
 
 class LeaseFiles:
@@ -98,18 +103,12 @@ class GarmLease:
         """Let GARM run here until `end`; make sure the watchdog enforces it.
 
         Raises:
-            WorkloadError: the lease could not be written (GARM must then not be started).
+            WorkloadError: the lease or the watchdog could not be written (GARM must then not
+                be started).
             CommandError: systemd refused to run the watchdog.
         """
-        try:
-            write_atomic(self.files.lease, f"{int(end.timestamp())}\n".encode(), 0o600)
-            self._watch()
-        except OSError as error:
-            raise WorkloadError(f"cannot write GARM's lease ({error.strerror})") from None
-        except systemd.SystemdError:
-            raise CommandError(
-                f"systemctl could not start {WATCH_TIMER} (see journalctl -u {WATCH_NAME})"
-            ) from None
+        _write(self.files.lease, f"{int(end.timestamp())}\n", 0o600)
+        self._watch()
 
     def end(self) -> datetime.datetime | None:
         """The lease's end as the file holds it; None when there is none."""
@@ -128,33 +127,38 @@ class GarmLease:
         self.drop()
         if self.files.timer.exists():
             try:
-                systemd.service_disable("--now", WATCH_TIMER)
-            except (systemd.SystemdError, OSError) as error:
-                logger.warning("could not stop %s: %s", WATCH_TIMER, error)
+                _systemd("disable", systemd.service_disable, "--now", WATCH_TIMER)
+            except CommandError as error:
+                logger.warning("%s", error)
         for path in (self.files.timer, self.files.service, self.files.script):
             path.unlink(missing_ok=True)
 
     def _watch(self) -> None:
         wanted = {
-            self.files.script: render_script(self.files),
-            self.files.service: render_service(self.files),
-            self.files.timer: render_timer(),
+            self.files.script: (render_script(self.files), 0o700),
+            self.files.service: (render_service(self.files), UNIT_MODE),
+            self.files.timer: (render_timer(), UNIT_MODE),
         }
-        changed = [path for path, text in wanted.items() if read_text(path) != text]
-        for path in changed:
-            write_atomic(
-                path, wanted[path].encode(), 0o700 if path == self.files.script else 0o644
-            )
+        changed = False
+        for path, (text, mode) in wanted.items():
+            # Drift (mode, owner, a symlink) is put right too, ADR 0021: the script runs as root.
+            if read_intact(path, mode) != text.encode():
+                _write(path, text, mode)
+                changed = True
         if changed:
-            systemd.daemon_reload()
-            systemd.service_enable("--now", WATCH_TIMER)
+            _systemd("daemon-reload", systemd.daemon_reload)
+            _systemd("enable", systemd.service_enable, "--now", WATCH_TIMER)
             logger.info("GARM's lease watchdog installed (every %ss)", WATCH_PERIOD.seconds)
-        elif not _running(WATCH_TIMER):
-            systemd.service_start(WATCH_TIMER)
+        elif not systemctl.running(WATCH_TIMER):
+            _systemd("start", systemd.service_start, WATCH_TIMER)
 
 
-def _running(unit: str) -> bool:
+def _write(path: Path, text: str, mode: int) -> None:
     try:
-        return systemd.service_running(unit)
-    except OSError:
-        return False
+        write_atomic(path, text.encode(), mode)
+    except OSError as error:
+        raise WorkloadError(f"cannot write GARM's lease ({error.strerror})") from None
+
+
+def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
+    systemctl.call(verb, action, *args, error=CommandError, journal=WATCH_NAME)

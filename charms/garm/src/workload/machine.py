@@ -97,7 +97,7 @@ class Workload:
             CommandError: systemd refused.
         """
         files = self.render_files(config)
-        reread = write_files(files, config, self.paths, self._installer.garm_group())
+        reread = write_files(files, config, self.paths, self._installer.garm_ids()[1])
         return service.restart_if_changed(
             self.paths,
             files,
@@ -304,9 +304,9 @@ class Workload:
 
     def recorded_version(self) -> str:
         """The GARM version that last ran on this machine's database, or "" if none did."""
-        return read_text(self.paths.charm_state / "garm-version").strip()
+        return read_text(self.paths.garm_version).strip()
 
     def record_version(self, version: str) -> None:
         """Remember the GARM version that now runs on the database."""
         if version and self.recorded_version() != version:
-            write_atomic(self.paths.charm_state / "garm-version", version.encode(), 0o600)
+            write_atomic(self.paths.garm_version, version.encode(), 0o600)

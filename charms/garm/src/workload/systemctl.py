@@ -39,6 +39,25 @@ def call(
         raise error(f"systemctl {command} failed (see journalctl -u {journal})") from None
 
 
+def keep_running(
+    unit: str, *, changed: bool, error: Callable[[str], Exception], journal: str
+) -> None:
+    """After its unit files were written: put `unit` in force, or start it if it stopped.
+
+    Changed files take effect at once: systemd reloads, and the unit is enabled and restarted
+    (a timer's new period, a service's new program). Otherwise only a stopped unit is started.
+
+    Raises:
+        Exception: `error(...)`, naming the systemctl command that failed.
+    """
+    if changed:
+        call("daemon-reload", systemd.daemon_reload, error=error, journal=journal)
+        call("enable", systemd.service_enable, unit, error=error, journal=journal)
+        call("restart", systemd.service_restart, unit, error=error, journal=journal)
+    elif not running(unit):
+        call("start", systemd.service_start, unit, error=error, journal=journal)
+
+
 def running(unit: str) -> bool:
     """Whether systemd reports `unit` active; without systemctl nothing can be running."""
     try:

@@ -25,7 +25,7 @@ from pathlib import Path
 from charmlibs import systemd
 
 from workload import systemctl
-from workload.host import read_intact, write_atomic
+from workload.host import read_intact, read_text, write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ UNIT_MODE = 0o644
 
 
 class TickError(Exception):
-    """systemd refused to install or start the timer (its output is in the journal)."""
+    """A unit file could not be written, or systemd refused (its output is in the journal)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,26 +128,26 @@ class ReconcileTick:
             True when the units were (re)written.
 
         Raises:
-            TickError: systemd refused; the command is named, its output is not.
+            TickError: a unit file could not be written, or systemd refused (the command is
+                named, its output is not).
         """
         files = {
             self.paths.service_file: render_service(schedule),
             self.paths.timer_file: render_timer(schedule),
         }
-        changed = [path for path, text in files.items() if _read_text(path) != text]
+        changed = False
         for path, text in files.items():
-            # A drifted mode, owner or a symlink is put right too (never written through).
-            if read_intact(path, UNIT_MODE) != text.encode():
-                write_atomic(path, text.encode(), UNIT_MODE)
+            if read_intact(path, UNIT_MODE) == text.encode():
+                continue
+            # A drifted mode, owner or a symlink is put right too (never written through);
+            # systemd reloads only when what it read, through any link, was not the unit.
+            changed |= read_text(path) != text
+            _write(path, text)
+        # restart when changed, not start: a changed interval must take effect now.
+        systemctl.keep_running(TIMER_NAME, changed=changed, error=TickError, journal=TIMER_NAME)
         if changed:
-            _systemd("daemon-reload", systemd.daemon_reload)
-            # restart, not start: a changed interval must take effect now.
-            _systemd("enable", systemd.service_enable, TIMER_NAME)
-            _systemd("restart", systemd.service_restart, TIMER_NAME)
             logger.info("reconcile tick every %ss", int(schedule.interval.total_seconds()))
-        elif not systemctl.running(TIMER_NAME):
-            _systemd("start", systemd.service_start, TIMER_NAME)
-        return bool(changed)
+        return changed
 
     def remove(self) -> None:
         """Stop and remove the timer (non-leaders, `reconcile-interval=0`, removal).
@@ -171,12 +171,13 @@ class ReconcileTick:
         logger.info("reconcile tick removed")
 
 
+def _write(path: Path, text: str) -> None:
+    try:
+        write_atomic(path, text.encode(), UNIT_MODE)
+    except OSError as error:
+        # The charm logs a TickError and goes on; anything else would fail the whole hook.
+        raise TickError(f"cannot write {path}: {error.strerror}") from None
+
+
 def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
     systemctl.call(verb, action, *args, error=TickError, journal=TIMER_NAME)
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""

@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import errno
 import hashlib
 import json
+import os
 import sqlite3
 import stat
 from collections.abc import Sequence
@@ -134,6 +136,44 @@ def test_only_a_backup_holding_the_database_as_it_is_matches(paths: Paths):
     assert journal is None
 
 
+def test_a_failed_backup_leaves_nothing_so_the_same_name_is_retried(paths: Paths):
+    """Arrange: the blob database is damaged, so its copy fails after garm.db's succeeded.
+
+    Act: create the pre-upgrade backup; then mend the blob database, leave a stale partial as
+    an interrupted hook would, and retry as the charm does (read_backup, else create_backup).
+    Assert: the failure leaves no backup of that name and no partial; the retry makes it,
+    and the stale partial's content is not in it.
+    """
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    garm_db(paths, ["small-1"]).close()
+    blob = paths.data / "blob-garm.db"
+    blob.write_bytes(b"not a database")
+    backups = paths.charm_state / "backups"
+
+    with pytest.raises(BackupError, match="SQLite could not copy"):
+        create_backup(paths, name=name, garm_version=NEWER, passphrase_secret="", now=NOW)
+    with pytest.raises(BackupError, match="no backup called"):
+        read_backup(paths, name)
+    assert sorted(backups.iterdir()) == []
+
+    blob.unlink()
+    with contextlib.closing(sqlite3.connect(blob)) as connection:
+        connection.executescript("CREATE TABLE file_objects (name TEXT);")
+    (backups / f".{name}.partial").mkdir()
+    (backups / f".{name}.partial" / "stale").write_bytes(b"from an interrupted hook")
+    try:
+        retried = read_backup(paths, name)
+    except BackupError:
+        retried = create_backup(
+            paths, name=name, garm_version=NEWER, passphrase_secret="", now=NOW
+        )
+
+    assert read_backup(paths, name) == retried
+    assert retried.blob_sha256
+    assert sorted(path.name for path in backups.iterdir()) == [name]
+    assert not (backups / name / "stale").exists()
+
+
 def test_a_damaged_backup_is_not_read(paths: Paths):
     """Arrange: a backup whose database changed on disk. Act: read_backup. Assert: refused."""
     garm_db(paths, ["small-1"]).close()
@@ -149,7 +189,7 @@ def test_restore_swaps_the_backup_in_and_drops_the_old_journal(paths: Paths):
     """Arrange: a backup with one row; then GARM adds a row and leaves a WAL file.
 
     Act: restore_backup. Assert: the database holds the backup's rows only, with mode 0600;
-    no -wal/-shm file of the old database is left to be replayed.
+    no -wal/-shm file of the old database is left to be replayed, nor set aside.
     """
     garm_db(paths, ["small-1"]).close()
     manifest = create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
@@ -161,9 +201,48 @@ def test_restore_swaps_the_backup_in_and_drops_the_old_journal(paths: Paths):
     live.close()
 
     assert not paths.sqlite_db.with_name("garm.db-wal").exists()
+    assert [path.name for path in paths.data.iterdir() if path.name.startswith(".")] == []
     assert names_in(paths.sqlite_db) == ["small-1"]
     assert stat.S_IMODE(paths.sqlite_db.stat().st_mode) == 0o600
     assert manifest.name == "b1"
+
+
+def test_a_failed_swap_leaves_the_old_database_its_journal(
+    paths: Paths, monkeypatch: pytest.MonkeyPatch
+):
+    """Arrange: a backup; GARM adds a row that is in the WAL only; the rename over garm.db fails.
+
+    Act: restore_backup. Assert: BackupError; the old database, opened again, still has the
+    row from its WAL; no aside or temporary file is left beside it.
+    """
+    garm_db(paths, ["small-1"]).close()
+    create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    live = garm_db(paths, [])
+    live.execute("PRAGMA wal_autocheckpoint=0")
+    live.execute("INSERT INTO scale_sets VALUES ('small-2')")
+    live.commit()
+    wal = paths.sqlite_db.with_name("garm.db-wal")
+    journal = wal.read_bytes()
+    replace = os.replace
+
+    def failing_over_the_database(source: str | Path, target: str | Path) -> None:
+        if Path(target) == paths.sqlite_db:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", failing_over_the_database)
+    with pytest.raises(BackupError, match=r"could not swap garm\.db in"):
+        restore_backup(paths, read_backup(paths, "b1"), uid=-1, gid=-1)
+    monkeypatch.undo()
+
+    assert wal.read_bytes() == journal
+    assert sorted(path.name for path in paths.data.iterdir()) == [
+        "garm.db",
+        "garm.db-shm",
+        "garm.db-wal",
+    ]
+    assert names_in(paths.sqlite_db) == ["small-1", "small-2"]
+    live.close()
 
 
 @pytest.mark.parametrize(

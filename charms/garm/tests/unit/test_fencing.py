@@ -15,7 +15,7 @@ from pathlib import Path
 
 import ops
 import pytest
-from fake_systemctl import install_fake_systemctl
+from fake_systemctl import FAILURE_OUTPUT, install_fake_systemctl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ops import testing
@@ -30,7 +30,7 @@ from garm_sim import GarmSim
 from reconcile import fencing
 from reconcile.fencing import LEASE_LENGTH, TAKEOVER_MARGIN, TAKING_LEASE, Lease
 from relations.service_handover import RUNNING_KEY, STOPPED_FOR_KEY, HostClaim, stopped_for
-from workload.host import Paths, WorkloadError
+from workload.host import CommandError, Paths, WorkloadError
 from workload.lease import GarmLease
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
@@ -428,6 +428,62 @@ def test_the_lease_file_is_root_only_and_reads_back(
     assert [call for call in systemctl.calls() if call[:1] == ["enable"]] == [
         ["enable", "--now", "garm-lease-watch.timer"]
     ]
+
+
+@pytest.mark.parametrize("drift", ["mode", "symlink"])
+def test_a_drifted_watchdog_script_is_put_right_and_the_timer_reloaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, drift: str
+):
+    """Arrange: the watchdog installed; then its script loosened to 0755, or made a symlink.
+
+    (The symlink's target has the same text, which comparing the text alone would not see.)
+    Act: hold the lease again. Assert: the script is a regular 0700 file with the watchdog's
+    text again, systemd reloaded and the timer enabled again.
+    """
+    systemctl = install_fake_systemctl(tmp_path / "bin", monkeypatch)
+    lease = GarmLease(Paths(tmp_path / "root"))
+    lease.hold_until(NOW)
+    script = lease.files.script
+    text = script.read_text()
+    elsewhere = tmp_path / "elsewhere"
+    if drift == "mode":
+        script.chmod(0o755)
+    else:
+        elsewhere.write_text(text)
+        script.unlink()
+        script.symlink_to(elsewhere)
+    before = len(systemctl.calls())
+
+    lease.hold_until(NOW + LEASE_LENGTH)
+
+    assert not script.is_symlink()
+    assert (script.stat().st_mode & 0o777, script.read_text()) == (0o700, text)
+    assert systemctl.calls()[before:] == [
+        ["daemon-reload"],
+        ["enable", "--now", "garm-lease-watch.timer"],
+    ]
+
+
+def test_a_systemd_refusal_names_the_watchdogs_command_not_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Arrange: systemctl fails to enable. Act: hold a lease.
+
+    Assert: CommandError (a WorkloadError: GARM is not started) naming the command and the
+    journal, without systemctl's output; the lease itself is written.
+    """
+    systemctl = install_fake_systemctl(tmp_path / "bin", monkeypatch)
+    systemctl.fail("enable")
+    lease = GarmLease(Paths(tmp_path / "root"))
+
+    with pytest.raises(CommandError) as raised:
+        lease.hold_until(NOW)
+
+    assert str(raised.value) == (
+        "systemctl enable --now garm-lease-watch.timer failed (see journalctl -u garm-lease-watch)"
+    )
+    assert FAILURE_OUTPUT not in str(raised.value)
+    assert lease.end() == NOW
 
 
 # The decision and its bound -------------------------------------------------------------------

@@ -132,6 +132,23 @@ def test_a_refused_install_names_the_command_not_its_output(
     assert FAILURE_OUTPUT not in str(raised.value)
 
 
+def test_a_unit_file_that_cannot_be_written_is_a_tick_error(
+    tick: ReconcileTick, systemctl: FakeSystemctl
+):
+    """Arrange: a file where systemd's unit directory should be. Act: install.
+
+    Assert: TickError naming the file (what the charm logs and goes on from); no systemctl call.
+    """
+    units = tick.paths.service_file.parent
+    units.parent.mkdir(parents=True)
+    units.write_text("not a directory")
+
+    with pytest.raises(TickError, match=r"cannot write .*garm-reconcile-tick\.service"):
+        tick.install(EVERY_MINUTE)
+
+    assert systemctl.calls() == []
+
+
 def test_a_refused_remove_keeps_the_files_for_the_next_hook(
     tick: ReconcileTick, systemctl: FakeSystemctl
 ):
