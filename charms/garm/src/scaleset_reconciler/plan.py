@@ -48,13 +48,10 @@ from scaleset_reconciler.report import (
     cut,
     short_name,
 )
+from scaleset_reconciler.runners import REMOVABLE, is_busy, is_online
 from scaleset_reconciler.spec import ScalesetSpec
 from scaleset_reconciler.stuck import StuckStep, plan_stuck
 
-# GARM refuses to remove an instance in any other state (garm-behaviour B18).
-FORCEABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
-# A runner in one of these states is registered at GitHub and can take a job (garm-behaviour B17).
-ONLINE_RUNNER_STATUSES = frozenset({"idle", "active"})
 DEFAULT_RUNNER_GROUP = "Default"
 MAX_LABEL_RETRY = datetime.timedelta(hours=4)
 # How much of the dropped labels the Blocked text names (the log has them all).
@@ -535,12 +532,13 @@ def busy_on_retired(grouping: Grouping, observed: Observed) -> list[BusyRunner]:
         for m in members
         if m.marker is not None and m.marker.retired_at is not None
         for runner in observed.runners(m.scaleset.id)
-        if _busy(runner)
+        if _known_busy(runner)
     ]
 
 
-def _busy(runner: Instance) -> bool:
-    return runner.status == "running" and runner.runner_status == "active" and runner.agent_id > 0
+def _known_busy(runner: Instance) -> bool:
+    """A busy runner GitHub can be asked about: up, with a job and GitHub's agent id."""
+    return runner.status == "running" and is_busy(runner) and runner.agent_id > 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -954,7 +952,7 @@ def _has_capacity(
     if live is None or not awaits_capacity(spec, family):
         return True
     runners = context.observed.runners(live.scaleset.id)
-    if any(_online(runner) for runner in runners):
+    if any(is_online(runner) for runner in runners):
         return True
     since = _serving_since(live)
     give_up = since + context.settings.handover_timeout
@@ -1054,11 +1052,7 @@ def _redundant_attempt(
     if context.now < _serving_since(live) + context.settings.handover_grace:
         return False
     runners = context.observed.runners(live.scaleset.id)
-    return spec.min_idle_runners == 0 or any(_online(runner) for runner in runners)
-
-
-def _online(runner: Instance) -> bool:
-    return runner.status == "running" and runner.runner_status in ONLINE_RUNNER_STATUSES
+    return spec.min_idle_runners == 0 or any(is_online(runner) for runner in runners)
 
 
 def _serving_since(live: Member) -> datetime.datetime:
@@ -1144,12 +1138,12 @@ def _drain(
             actions.append(DeleteAction(owner, scaleset.id, scaleset.name, marker))
     elif context.now >= deadline:
         report.phase = Phase.FORCING
-        forceable = [r for r in runners if r.status in FORCEABLE_STATUSES]
+        forceable = [r for r in runners if r.status in REMOVABLE]
         report.forced = len(forceable)
         actions.extend(ForceRemoveAction(owner, scaleset.name, r.name) for r in forceable)
     else:
         # Positive evidence only: GitHub answered that it no longer lists this busy runner.
-        finished = [r for r in runners if _busy(r) and r.name in context.observed.finished]
+        finished = [r for r in runners if _known_busy(r) and r.name in context.observed.finished]
         actions.extend(
             ForceRemoveAction(owner, scaleset.name, r.name, finished=True) for r in finished
         )

@@ -25,16 +25,14 @@ import datetime
 from collections.abc import Sequence
 
 from garm_api.models import Instance
+from scaleset_reconciler.runners import REMOVABLE, is_booting, is_busy, is_online
 
 # Instance states that are not final; `running` only with one of the runner states below.
 STUCK_STATUSES = frozenset(
     {"pending_create", "creating", "error", "pending_delete", "pending_force_delete", "deleting"}
 )
-BOOTING_STATUSES = frozenset({"pending_create", "creating"})
 # runner_status of a running runner that has not (or no longer) registered at GitHub.
 STUCK_RUNNER_STATUSES = frozenset({"pending", "installing", "failed"})
-# GARM refuses to remove an instance in any other state (garm-behaviour B18).
-REMOVABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
 # How long after the bootstrap timeout GARM is left to reap a booting runner itself.
 BOOT_REAP_GRACE = datetime.timedelta(minutes=5)
 FAILING_RUNNERS = 2
@@ -65,7 +63,7 @@ def plan_stuck(
 ) -> StuckStep:
     """Decide which of one scale set's runners are stuck, and whether the set keeps failing."""
     stuck = [r for r in runners if is_stuck(r, now, timeout, bootstrap_timeout)]
-    removals = tuple(sorted(r.name for r in stuck if r.status in REMOVABLE_STATUSES))
+    removals = tuple(sorted(r.name for r in stuck if r.status in REMOVABLE))
     return StuckStep(removals, len(stuck) - len(removals), failing_fault(runners))
 
 
@@ -76,16 +74,14 @@ def is_stuck(
     bootstrap_timeout: datetime.timedelta,
 ) -> bool:
     """Whether the runner has stayed in a state that is not final for too long."""
-    if runner.runner_status == "active":
+    if is_busy(runner):
         return False
     if runner.status == "running":
         if runner.runner_status not in STUCK_RUNNER_STATUSES:
             return False
     elif runner.status not in STUCK_STATUSES:
         return False
-    booting = runner.status in BOOTING_STATUSES or (
-        runner.status == "running" and runner.runner_status in {"pending", "installing"}
-    )
+    booting = is_booting(runner)
     limit = max(timeout, bootstrap_timeout + BOOT_REAP_GRACE) if booting else timeout
     return now - runner.updated_at >= limit
 
@@ -93,7 +89,7 @@ def is_stuck(
 def failing_fault(runners: Sequence[Instance]) -> str:
     """The provider's last fault when the runners keep failing and none is online, else ""."""
     failed = [r for r in runners if r.status == "error" or r.runner_status == "failed"]
-    online = any(r.status == "running" and r.runner_status in {"idle", "active"} for r in runners)
+    online = any(is_online(r) for r in runners)
     if len(failed) < FAILING_RUNNERS or online:
         return ""
     last = max(failed, key=lambda r: (r.updated_at, r.name))
