@@ -2,14 +2,16 @@
 
 A runner that never finishes booting, never registers at GitHub, errors, or never finishes
 being deleted holds a place under `max_runners` and GARM does not replace it: scaling stalls
-until someone restarts GARM. GARM v0.2.1 reaps only runners still `pending`/`installing`/
-`failed` at GitHub past the scale set's `runner_bootstrap_timeout`; nothing else. Everything here
-is pure and re-derived from what GARM shows each pass:
+until someone restarts GARM. GARM itself reaps, past the scale set's `runner_bootstrap_timeout`
+counted from `created_at`, only runners GitHub does not list online that are still `pending` or
+`installing`, and on builds after v0.2.1 `failed` too (garm-behaviour B43); nothing else.
+Everything here is pure and re-derived from what GARM shows each pass:
 
-- a runner is stuck when its state is not final and GARM last changed it (`updated_at`) longer
-  ago than the timeout; for a runner still booting the timeout is at least the scale set's
-  bootstrap timeout plus `BOOT_REAP_GRACE`, so GARM's own reaping goes first and the charm never
-  does its work twice;
+- a runner is stuck when its state is not final and its instance was last written
+  (`updated_at`: a state change, or any report of the runner, B43) longer ago than the timeout;
+  for a runner a GARM the charm supports may reap itself the timeout is at least the scale
+  set's bootstrap timeout plus `BOOT_REAP_GRACE`, so GARM's own reaping goes first and the
+  charm never does its work twice (`updated_at` is never before GARM's `created_at` clock);
 - a runner with a job (`active`) is never stuck, whatever its state;
 - a stuck runner in a state GARM removes is force-removed (it has no job; force ignores the
   provider's errors); GARM refuses removals while `pending_create`, `creating` or `deleting`
@@ -33,7 +35,12 @@ STUCK_STATUSES = frozenset(
 )
 # runner_status of a running runner that has not (or no longer) registered at GitHub.
 STUCK_RUNNER_STATUSES = frozenset({"pending", "installing", "failed"})
-# How long after the bootstrap timeout GARM is left to reap a booting runner itself.
+# runner_status of a runner GARM removes itself past the bootstrap timeout: `pending` and
+# `installing` on v0.2.1, `failed` too on later builds (garm-behaviour B43).
+GARM_REAPED_RUNNER_STATUSES = frozenset({"pending", "installing", "failed"})
+# Instance states GARM's reaping skips: the runner is already being deleted.
+DELETING_STATUSES = frozenset({"pending_delete", "pending_force_delete", "deleting"})
+# How long after the bootstrap timeout GARM is left to reap a runner itself.
 BOOT_REAP_GRACE = datetime.timedelta(minutes=5)
 FAILING_RUNNERS = 2
 FAULT_LIMIT = 60
@@ -81,9 +88,20 @@ def is_stuck(
             return False
     elif runner.status not in STUCK_STATUSES:
         return False
-    booting = is_booting(runner)
-    limit = max(timeout, bootstrap_timeout + BOOT_REAP_GRACE) if booting else timeout
+    reaped = garm_reaps(runner)
+    limit = max(timeout, bootstrap_timeout + BOOT_REAP_GRACE) if reaped else timeout
     return now - runner.updated_at >= limit
+
+
+def garm_reaps(runner: Instance) -> bool:
+    """Whether a GARM the charm supports may remove the runner itself (garm-behaviour B43).
+
+    A runner still being made counts too: on later builds the provider's create deadline,
+    derived from the bootstrap timeout, fails it and GARM deletes it.
+    """
+    if runner.status in DELETING_STATUSES:
+        return False
+    return is_booting(runner) or runner.runner_status in GARM_REAPED_RUNNER_STATUSES
 
 
 def failing_fault(runners: Sequence[Instance]) -> str:
