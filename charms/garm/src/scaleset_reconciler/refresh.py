@@ -25,9 +25,9 @@ from collections.abc import Iterable, Sequence
 from garm_api.models import Instance
 from scaleset_reconciler.runners import is_booting, is_busy, is_idle
 
-# Update fields whose change reaches only runners GARM makes afterwards (the visible ones and
-# the hidden ones hashed in the marker: extra_specs, the template).
-RUNNER_FIELDS = frozenset({"image", "flavor", "os_type", "os_arch", "extra_specs", "template_id"})
+# Update fields whose change reaches only runners GARM makes afterwards. The template is named
+# only by id in GARM's lists, so a change of it shows as `extra_specs` (the marker's hash).
+RUNNER_FIELDS = frozenset({"image", "flavor", "os_type", "os_arch", "extra_specs"})
 DEFAULT_SURGE = 1
 
 
@@ -46,11 +46,6 @@ class RefreshStep:
     outdated: int = 0
     busy_outdated: int = 0
     removals: tuple[str, ...] = ()
-
-    @property
-    def running(self) -> bool:
-        """Whether a refresh is under way after this pass."""
-        return self.refresh_from is not None
 
 
 def changes_runners(fields: Iterable[str]) -> bool:
