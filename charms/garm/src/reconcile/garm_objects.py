@@ -40,6 +40,7 @@ from scaleset_reconciler import (
     status_message,
 )
 from scaleset_reconciler.report import SpecReport, fit
+from scaleset_reconciler.runners import is_busy, is_idle
 from workload.config import ProxyConfig
 
 logger = logging.getLogger(__name__)
@@ -230,8 +231,8 @@ class _Runners:
     def __init__(self, instances: list[Instance]) -> None:
         mine = [i for i in instances if i.scale_set_id]
         self.total = Counter(i.scale_set_id for i in mine)
-        self.idle = Counter(i.scale_set_id for i in mine if i.runner_status == "idle")
-        self.busy = Counter(i.scale_set_id for i in mine if i.runner_status == "active")
+        self.idle = Counter(i.scale_set_id for i in mine if is_idle(i))
+        self.busy = Counter(i.scale_set_id for i in mine if is_busy(i))
 
 
 def _changeover(

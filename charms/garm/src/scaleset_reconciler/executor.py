@@ -214,8 +214,7 @@ class _Passes:
         busy = busy_on_retired(grouping, observed)
         if busy and finished_at_github is not None:
             observed = dataclasses.replace(observed, finished=finished_at_github(busy))
-        refs = to_look_up_at_github(grouping) if missing_at_github is not None else []
-        if refs and missing_at_github is not None:
+        if missing_at_github is not None and (refs := to_look_up_at_github(grouping)):
             observed = dataclasses.replace(observed, missing_at_github=missing_at_github(refs))
         the_plan = plan(
             self.prepared,

@@ -36,6 +36,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, cast
 
+from garm_api.models import ScaleSet
 from scaleset_reconciler.spec import ScalesetSpec
 
 MANAGED_BY = "garm-charm"
@@ -110,6 +111,11 @@ def parse_marker(extended_state: str) -> Marker | None:
         attempt=_count(fields.get("attempt")),
         refresh_from=_parse_time(fields.get("refresh-from")),
     )
+
+
+def serves(scaleset: ScaleSet, marker: Marker | None) -> bool:
+    """Whether the scale set serves: enabled and not retired by the charm (`marker`)."""
+    return scaleset.enabled and (marker is None or not marker.retired)
 
 
 def config_hash(spec: ScalesetSpec) -> str:

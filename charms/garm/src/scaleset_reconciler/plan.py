@@ -22,7 +22,7 @@ from garm_api.models import (
     ScaleSetUpdate,
     normalise_labels,
 )
-from scaleset_reconciler.marker import Marker, config_hash, parse_marker
+from scaleset_reconciler.marker import Marker, config_hash, parse_marker, serves
 from scaleset_reconciler.naming import (
     DEFAULT_MAX_LENGTH,
     FamilyIndex,
@@ -48,13 +48,10 @@ from scaleset_reconciler.report import (
     cut,
     short_name,
 )
+from scaleset_reconciler.runners import REMOVABLE, is_busy, is_online
 from scaleset_reconciler.spec import ScalesetSpec
 from scaleset_reconciler.stuck import StuckStep, plan_stuck
 
-# GARM refuses to remove an instance in any other state (garm-behaviour B18).
-FORCEABLE_STATUSES = frozenset({"running", "error", "pending_delete", "pending_force_delete"})
-# A runner in one of these states is registered at GitHub and can take a job (garm-behaviour B17).
-ONLINE_RUNNER_STATUSES = frozenset({"idle", "active"})
 DEFAULT_RUNNER_GROUP = "Default"
 MAX_LABEL_RETRY = datetime.timedelta(hours=4)
 # How much of the dropped labels the Blocked text names (the log has them all).
@@ -356,7 +353,7 @@ def _promote_latest_attempt(family: Family, spec: ScalesetSpec, max_length: int)
     attempts = [m for m in family.predecessors if _is_attempt_of(m, spec, max_length)]
     if not attempts:
         return
-    latest = max(attempts, key=attempt_of)
+    latest = max(attempts, key=lambda member: member.attempt)
     family.predecessors.remove(latest)
     if family.live is not None:
         family.predecessors.append(family.live)
@@ -365,13 +362,8 @@ def _promote_latest_attempt(family: Family, spec: ScalesetSpec, max_length: int)
 
 
 def _is_attempt_of(member: Member, spec: ScalesetSpec, max_length: int) -> bool:
-    attempt = attempt_of(member)
+    attempt = member.attempt
     return bool(attempt) and member.scaleset.name == spec_live_name(spec, max_length, attempt)
-
-
-def attempt_of(member: Member) -> int:
-    """Which attempt at its spec's name a scale set is (0: the first)."""
-    return member.attempt
 
 
 def _live_claim(owner: str | None, specs: Mapping[str, ScalesetSpec], member: Member) -> bool:
@@ -535,12 +527,13 @@ def busy_on_retired(grouping: Grouping, observed: Observed) -> list[BusyRunner]:
         for m in members
         if m.marker is not None and m.marker.retired_at is not None
         for runner in observed.runners(m.scaleset.id)
-        if _busy(runner)
+        if _known_busy(runner)
     ]
 
 
-def _busy(runner: Instance) -> bool:
-    return runner.status == "running" and runner.runner_status == "active" and runner.agent_id > 0
+def _known_busy(runner: Instance) -> bool:
+    """A busy runner GitHub can be asked about: up, with a job and GitHub's agent id."""
+    return runner.status == "running" and is_busy(runner) and runner.agent_id > 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -593,7 +586,7 @@ def to_look_up_at_github(grouping: Grouping) -> list[GithubScaleSetRef]:
 
 
 def _serves(member: Member) -> bool:
-    return member.scaleset.enabled and (member.marker is None or not member.marker.retired)
+    return serves(member.scaleset, member.marker)
 
 
 def _delete_kept(member: Member) -> bool:
@@ -672,17 +665,20 @@ def plan_spec(
         return _plan_create(entry, family, context, report)
     actions: list[Action] = []
     step = _refresh_step(spec, family, context)
-    update = live_update(spec, family.live, context.now, step, context.settings.refresh_surge)
+    refresh_from = refresh_after(spec, family.live, context.now, step)
+    update = live_update(
+        spec, family.live, context.now, refresh_from, context.settings.refresh_surge
+    )
     if update is not None:
         actions.append(update)
-    actions.extend(_refresh_removals(spec, family.live, step, update))
+    actions.extend(_refresh_removals(spec, family.live, step, refresh_from))
     stuck = _stuck_step(spec, family.live, context)
     actions.extend(
         StuckRemoveAction(spec.name, family.live.scaleset.name, name) for name in stuck.removals
     )
     report.outdated_runners = step.outdated
     report.busy_outdated_runners = step.busy_outdated
-    report.refreshing = _refresh_from(update, step) is not None
+    report.refreshing = refresh_from is not None
     report.live_name = family.live.scaleset.name
     ready = _plan_live_readiness(spec, family.live, context, report) and _has_capacity(
         spec, family, context, report
@@ -790,31 +786,40 @@ def _create_prerequisites(spec: ScalesetSpec, observed: Observed) -> tuple[Entit
     return entity, ""
 
 
+def refresh_after(
+    spec: ScalesetSpec, live: Member, now: datetime.datetime, step: RefreshStep
+) -> datetime.datetime | None:
+    """The `refresh-from` the live scale set's marker carries after this pass (ADR 0022).
+
+    A change this pass makes that leaves the runners outdated starts a refresh now (not while
+    the set is being re-enabled: it has served nothing since); otherwise the one under way, if
+    `step` goes on with it.
+    """
+    if live.marker is not None and _serves(live) and changes_runners(_live_fields(spec, live)):
+        return now
+    return step.refresh_from
+
+
 def live_update(
     spec: ScalesetSpec,
     live: Member,
     now: datetime.datetime,
-    step: RefreshStep | None = None,
+    refresh_from: datetime.datetime | None = None,
     surge: int = DEFAULT_SURGE,
 ) -> UpdateAction | None:
     """Return the one update that makes the live scale set match `spec`, or None if it does.
 
     Visible fields are compared with what GARM lists; `extra_specs` and the template (lists
     name it only by id) through the marker's config hash. A retired or disabled live scale set (a
-    label change back to an earlier set) is re-enabled with its counts restored. A change that
-    leaves the runners outdated starts a rolling refresh (`step`: the one under way), which
-    raises the counts by `surge` until it is over (ADR 0022).
+    label change back to an earlier set) is re-enabled with its counts restored. While a rolling
+    refresh runs (`refresh_from`, from `refresh_after`) the counts are raised by `surge` (ADR
+    0022).
     """
     scaleset, marker = live.scaleset, live.marker
-    reenabling = not scaleset.enabled or (marker is not None and marker.retired)
-    fields = _visible_differences(spec, scaleset)
+    reenabling = not _serves(live)
+    fields = _live_fields(spec, live)
     hidden = config_hash(spec)
     hidden_differs = marker is None or marker.config != hidden
-    if hidden_differs:
-        fields["extra_specs"] = dict(spec.extra_specs)
-    refresh_from = step.refresh_from if step is not None else None
-    if marker is not None and not reenabling and changes_runners(fields):
-        refresh_from = now
     if refresh_from is not None:
         raised = raised_counts(spec.min_idle_runners, spec.max_runners, surge)
         _set_counts(fields, scaleset, raised)
@@ -822,7 +827,7 @@ def live_update(
         logical=spec.name,
         config=hidden,
         enabled_at=now if reenabling else (marker.enabled_at if marker else None),
-        attempt=attempt_of(live),
+        attempt=live.attempt,
         application=spec.application,
         refresh_from=refresh_from,
     )
@@ -841,6 +846,18 @@ def live_update(
     )
 
 
+def _live_fields(spec: ScalesetSpec, live: Member) -> dict[str, Any]:
+    """The update fields in which the live scale set differs from `spec` (without the marker).
+
+    `extra_specs` is sent whenever the marker's config hash differs, so that the template,
+    which GARM's lists name only by id, is set again with it.
+    """
+    fields = _visible_differences(spec, live.scaleset)
+    if live.marker is None or live.marker.config != config_hash(spec):
+        fields["extra_specs"] = dict(spec.extra_specs)
+    return fields
+
+
 def _set_counts(fields: dict[str, Any], scaleset: ScaleSet, counts: tuple[int, int]) -> None:
     """Ask for `counts` (min idle, max) instead of the spec's, sent only when GARM differs."""
     fields.pop("min_idle_runners", None)
@@ -854,10 +871,8 @@ def _refresh_step(spec: ScalesetSpec, family: Family, context: _Context) -> Refr
     live = family.live
     if live is None or live.marker is None:
         return RefreshStep()
-    serving = (
-        live.scaleset.enabled
-        and not live.marker.retired
-        and all(m.marker is not None and m.marker.retired for m in family.predecessors)
+    serving = _serves(live) and all(
+        m.marker is not None and m.marker.retired for m in family.predecessors
     )
     return plan_step(
         context.observed.runners(live.scaleset.id),
@@ -868,19 +883,11 @@ def _refresh_step(spec: ScalesetSpec, family: Family, context: _Context) -> Refr
     )
 
 
-def _refresh_from(update: UpdateAction | None, step: RefreshStep) -> datetime.datetime | None:
-    """The `refresh-from` the live scale set's marker carries after this pass."""
-    if update is None or update.update.extended_state is None:
-        return step.refresh_from
-    marker = parse_marker(update.update.extended_state)
-    return marker.refresh_from if marker is not None else None
-
-
 def _refresh_removals(
-    spec: ScalesetSpec, live: Member, step: RefreshStep, update: UpdateAction | None
+    spec: ScalesetSpec, live: Member, step: RefreshStep, refresh_from: datetime.datetime | None
 ) -> list[Action]:
-    """Remove the step's runners, unless this pass's update starts a new refresh."""
-    if _refresh_from(update, step) != step.refresh_from:
+    """Remove the step's runners, unless this pass starts a new refresh (`refresh_from`)."""
+    if refresh_from != step.refresh_from:
         return []
     return [RefreshRemoveAction(spec.name, live.scaleset.name, name) for name in step.removals]
 
@@ -931,10 +938,9 @@ def _plan_live_readiness(
         report.status = f"GitHub dropped labels {dropped} (old set serves): change labels"
         report.errors.append(report.message)
         return False
-    marker = live.marker
-    if not live.scaleset.enabled or (marker is not None and marker.retired):
+    if not _serves(live):
         return False
-    serves_at = _serving_since(live) + context.settings.handover_grace
+    serves_at = _serves_at(live, context)
     if context.now < serves_at:
         report.serves_in = (serves_at - context.now).total_seconds()
         return False
@@ -953,8 +959,7 @@ def _has_capacity(
     live = family.live
     if live is None or not awaits_capacity(spec, family):
         return True
-    runners = context.observed.runners(live.scaleset.id)
-    if any(_online(runner) for runner in runners):
+    if _any_online(live, context):
         return True
     since = _serving_since(live)
     give_up = since + context.settings.handover_timeout
@@ -989,7 +994,7 @@ def _plan_label_retry(
     spec = entry.spec
     if not live.scaleset.missing_labels(spec.labels):
         return None
-    attempt = attempt_of(live)
+    attempt = live.attempt
     wait = min(context.settings.label_retry * 2**attempt, MAX_LABEL_RETRY)
     retry_at = _serving_since(live) + wait
     report.relabel_at = retry_at
@@ -1029,7 +1034,7 @@ def _plan_github_recreate(
         entry.spec,
         scaleset.entity_kind,
         scaleset.entity_id,
-        attempt_of(live) + 1,
+        live.attempt + 1,
         context.settings.max_name_length,
     )
 
@@ -1048,17 +1053,18 @@ def _redundant_attempt(
     )
     if not same or not member.scaleset.normalised_labels <= live.scaleset.normalised_labels:
         return False
-    marker = live.marker
-    if not live.scaleset.enabled or (marker is not None and marker.retired):
+    if not _serves(live) or context.now < _serves_at(live, context):
         return False
-    if context.now < _serving_since(live) + context.settings.handover_grace:
-        return False
-    runners = context.observed.runners(live.scaleset.id)
-    return spec.min_idle_runners == 0 or any(_online(runner) for runner in runners)
+    return spec.min_idle_runners == 0 or _any_online(live, context)
 
 
-def _online(runner: Instance) -> bool:
-    return runner.status == "running" and runner.runner_status in ONLINE_RUNNER_STATUSES
+def _serves_at(live: Member, context: _Context) -> datetime.datetime:
+    """When the live scale set's listener is taken to be up at GitHub: past the grace."""
+    return _serving_since(live) + context.settings.handover_grace
+
+
+def _any_online(live: Member, context: _Context) -> bool:
+    return any(is_online(runner) for runner in context.observed.runners(live.scaleset.id))
 
 
 def _serving_since(live: Member) -> datetime.datetime:
@@ -1144,12 +1150,12 @@ def _drain(
             actions.append(DeleteAction(owner, scaleset.id, scaleset.name, marker))
     elif context.now >= deadline:
         report.phase = Phase.FORCING
-        forceable = [r for r in runners if r.status in FORCEABLE_STATUSES]
+        forceable = [r for r in runners if r.status in REMOVABLE]
         report.forced = len(forceable)
         actions.extend(ForceRemoveAction(owner, scaleset.name, r.name) for r in forceable)
     else:
         # Positive evidence only: GitHub answered that it no longer lists this busy runner.
-        finished = [r for r in runners if _busy(r) and r.name in context.observed.finished]
+        finished = [r for r in runners if _known_busy(r) and r.name in context.observed.finished]
         actions.extend(
             ForceRemoveAction(owner, scaleset.name, r.name, finished=True) for r in finished
         )

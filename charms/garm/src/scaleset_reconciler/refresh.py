@@ -23,14 +23,11 @@ import datetime
 from collections.abc import Iterable, Sequence
 
 from garm_api.models import Instance
+from scaleset_reconciler.runners import is_booting, is_busy, is_idle
 
-# Update fields whose change reaches only runners GARM makes afterwards (the visible ones and
-# the hidden ones hashed in the marker: extra_specs, the template).
-RUNNER_FIELDS = frozenset({"image", "flavor", "os_type", "os_arch", "extra_specs", "template_id"})
-# GARM's instance states of a runner still being made (garm-behaviour B17).
-BOOTING_STATUSES = frozenset({"pending_create", "creating"})
-# runner_status of a runner that is up but has not registered at GitHub yet.
-BOOTING_RUNNER_STATUSES = frozenset({"", "pending", "installing"})
+# Update fields whose change reaches only runners GARM makes afterwards. The template is named
+# only by id in GARM's lists, so a change of it shows as `extra_specs` (the marker's hash).
+RUNNER_FIELDS = frozenset({"image", "flavor", "os_type", "os_arch", "extra_specs"})
 DEFAULT_SURGE = 1
 
 
@@ -49,11 +46,6 @@ class RefreshStep:
     outdated: int = 0
     busy_outdated: int = 0
     removals: tuple[str, ...] = ()
-
-    @property
-    def running(self) -> bool:
-        """Whether a refresh is under way after this pass."""
-        return self.refresh_from is not None
 
 
 def changes_runners(fields: Iterable[str]) -> bool:
@@ -97,20 +89,3 @@ def plan_step(
     room = min(surge - booting, idle - min_idle, len(removable)) if serving else 0
     names = tuple(r.name for r in removable[: max(0, room)])
     return RefreshStep(refresh_from, len(waiting), len(busy), names)
-
-
-def is_idle(runner: Instance) -> bool:
-    """Whether the runner is up, registered at GitHub and waiting for a job."""
-    return runner.status == "running" and runner.runner_status == "idle"
-
-
-def is_busy(runner: Instance) -> bool:
-    """Whether the runner is running a job (never touched by a refresh)."""
-    return runner.runner_status == "active"
-
-
-def is_booting(runner: Instance) -> bool:
-    """Whether the runner is still being made or has not registered at GitHub yet."""
-    if runner.status in BOOTING_STATUSES:
-        return True
-    return runner.status == "running" and runner.runner_status in BOOTING_RUNNER_STATUSES

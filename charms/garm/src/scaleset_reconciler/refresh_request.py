@@ -13,7 +13,7 @@ import datetime
 from typing import Protocol
 
 from garm_api.models import ScaleSet, ScaleSetUpdate
-from scaleset_reconciler.marker import Marker, parse_marker
+from scaleset_reconciler.marker import Marker, parse_marker, serves
 
 
 class RefreshRequestApi(Protocol):
@@ -63,6 +63,6 @@ def _serving(scalesets: list[ScaleSet]) -> list[tuple[ScaleSet, Marker]]:
     found: list[tuple[ScaleSet, Marker]] = []
     for scaleset in scalesets:
         marker = parse_marker(scaleset.extended_state)
-        if marker is not None and scaleset.enabled and not marker.retired:
+        if marker is not None and serves(scaleset, marker):
             found.append((scaleset, marker))
     return found

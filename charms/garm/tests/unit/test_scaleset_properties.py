@@ -59,8 +59,9 @@ from scaleset_reconciler import (
     reconcile,
 )
 from scaleset_reconciler.naming import live_name
-from scaleset_reconciler.plan import FORCEABLE_STATUSES, desired_create
+from scaleset_reconciler.plan import desired_create
 from scaleset_reconciler.report import REPEATED_DELETE_FAILURES, STATUS_LIMIT, short_name
+from scaleset_reconciler.runners import REMOVABLE
 from scaleset_reconciler.spec import ScalesetSpec
 
 LOGICAL = ("a", "b")
@@ -586,7 +587,7 @@ class ScalesetMachine(RuleBasedStateMachine):
                 if set(runners) - finished:
                     draining[row.id] = set(runners)
             else:
-                overdue[row.id] = {n for n, r in runners.items() if r.status in FORCEABLE_STATUSES}
+                overdue[row.id] = {n for n, r in runners.items() if r.status in REMOVABLE}
         unconfigured = [n for n in LOGICAL if n not in self.configured]
         return _Before(
             calls=len(garm.log),

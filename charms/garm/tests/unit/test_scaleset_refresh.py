@@ -225,8 +225,8 @@ def test_step_removes_nothing_while_not_serving_and_ends_with_only_busy_runners_
         [_runner("a", early, "running", "active")], T0, min_idle=0, surge=1, serving=True
     )
 
-    assert (waiting.removals, waiting.running) == ((), True)
-    assert (over.running, over.busy_outdated) == (False, 1)
+    assert (waiting.removals, waiting.refresh_from is not None) == ((), True)
+    assert (over.refresh_from is not None, over.busy_outdated) == (False, 1)
 
 
 def test_step_never_takes_idle_runners_below_min_idle_when_replacements_fail():
@@ -314,3 +314,46 @@ def test_list_scalesets_shows_the_outdated_runners_of_a_refresh():
     (small,) = listed.changeovers
     assert (small["phase"], small["refreshing"]) == ("refreshing", True)
     assert (small["outdated-runners"], small["busy-outdated-runners"]) == (2, 0)
+
+
+def _refresh_with_a_replacement_up(spec: ScalesetSpec) -> tuple[MemoryGarm, ScalesetSpec]:
+    """A refresh started by an image change, one replacement booted: a removal is due."""
+    garm, _ = _settled_with_idle_runners(spec)
+    changed = dataclasses.replace(spec, image="ubuntu:24.04")
+    run(garm, [changed])
+    garm.advance(61)
+    run(garm, [changed])
+    garm.advance(61)
+    return garm, changed
+
+
+def _removals(garm: MemoryGarm) -> int:
+    return sum(1 for call in garm.calls if call[0] == "delete_instance")
+
+
+def test_a_change_during_a_refresh_starts_it_again_before_removing_anything():
+    """Arrange: a refresh under way (image change) whose next pass would remove an old runner.
+
+    Act: that pass, once with the flavor changed as well, once without (the same arrangement).
+
+    Assert: with the second change the pass removes nothing and the marker's `refresh-from`
+    moves to this pass (every runner is outdated again, counted anew next pass); without it,
+    the pass removes one old runner.
+    """
+    spec = make_spec(min_idle_runners=2, max_runners=3)
+    garm, changed = _refresh_with_a_replacement_up(spec)
+    control, _ = _refresh_with_a_replacement_up(spec)
+    before, control_before = _removals(garm), _removals(control)
+    first = parse_marker(garm.by_name(live_name(spec)).extended_state)
+
+    run(garm, [dataclasses.replace(changed, flavor="large")])
+    run(control, [changed])
+
+    again = parse_marker(garm.by_name(live_name(spec)).extended_state)
+    assert first is not None
+    assert again is not None
+    assert first.refresh_from is not None
+    assert again.refresh_from is not None
+    assert again.refresh_from > first.refresh_from
+    assert _removals(garm) - before == 0
+    assert _removals(control) - control_before == 1

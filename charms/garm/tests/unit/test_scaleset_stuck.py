@@ -85,6 +85,50 @@ def test_booting_runners_are_left_to_garms_own_reaping_first():
     assert (early.removals, late.removals) == ((), ("a",))
 
 
+def test_failed_runners_are_left_to_garms_own_reaping_first():
+    """Arrange: runners `failed` for 24 min, `running` and `error` (bootstrap 20), timeout 10.
+
+    GARM after v0.2.1 reaps `failed` runners itself past the bootstrap timeout (B43).
+
+    Act: plan at 24 and at 26 minutes.
+
+    Assert: not before bootstrap timeout + 5 min; both removed after.
+    """
+    short = datetime.timedelta(minutes=10)
+
+    def plan_at(minutes: float):
+        runners = [
+            _runner("a", minutes, "running", "failed"),
+            _runner("b", minutes, "error", "failed"),
+        ]
+        return plan_stuck(runners, now=NOW, timeout=short, bootstrap_timeout=BOOT)
+
+    early, late = plan_at(24), plan_at(26)
+
+    assert (early.removals, late.removals) == ((), ("a", "b"))
+
+
+def test_a_runner_garm_is_deleting_gets_no_boot_grace():
+    """Arrange: a runner `pending_delete`/`pending` for 11 min (bootstrap 20), timeout 10.
+
+    GARM's reaping skips runners already being deleted (B43).
+
+    Act: plan.
+
+    Assert: it is removed after the timeout alone.
+    """
+    short = datetime.timedelta(minutes=10)
+
+    step = plan_stuck(
+        [_runner("a", 11, "pending_delete", "pending")],
+        now=NOW,
+        timeout=short,
+        bootstrap_timeout=BOOT,
+    )
+
+    assert step.removals == ("a",)
+
+
 def test_runners_that_keep_failing_name_the_providers_last_fault():
     """Arrange: two errored runners with faults, none online. Act: plan.
 
