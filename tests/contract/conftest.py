@@ -233,6 +233,31 @@ class Target:
         assert self.sim is not None
         self.sim.state.github.drop(github_id)
 
+    def start_job(self, scaleset: dict[str, Any], runner: str) -> None:
+        """GitHub hands the runner a job: its agent is busy there (GitHub refuses to remove it).
+
+        Args:
+            scaleset: the scale set's JSON as GARM answers it (`scale_set_id` is GitHub's id).
+            runner: the runner's name, the scale set's only runner.
+        """
+        if self.real is not None:
+            self.real.github.start_job(scaleset["scale_set_id"], runner)
+            return
+        sim = self.sim
+        assert sim is not None
+        started: list[str] = []
+
+        # The simulator hands jobs only to runners that report `idle`, a pass after they run.
+        def take() -> bool:
+            try:
+                started.append(sim.start_job(scaleset["id"]))
+            except LookupError:
+                return False
+            return True
+
+        assert self.wait_until(take), f"no runner of {scaleset['name']} reported idle"
+        assert started == [runner], f"the simulator gave the job to {started}, not {runner}"
+
     def restart(self) -> None:
         """Restart GARM with its state: every scale-set worker starts again."""
         if self.real is not None:

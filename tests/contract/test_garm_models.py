@@ -449,6 +449,22 @@ def forced_removal(model: Model) -> Observed:
     return {"answer": answer, "marked": marked, "after": runners(model)}
 
 
+def busy_removal(model: Model) -> Observed:
+    """GitHub refuses to remove a busy runner: unforced GARM answers 400 and keeps it (B32).
+
+    Forced (the client then also bypasses GitHub's errors) the runner is marked for removal.
+    """
+    scaleset = create(model, enabled=True, min_idle_runners=1)
+    model.advance(1)
+    model.advance(1)
+    job = model.start_job(scaleset.id)
+    assert job is not None
+    unforced = attempt(lambda: model.api.delete_instance(job, force=False))
+    kept = runners(model)
+    forced = attempt(lambda: model.api.delete_instance(job, force=True))
+    return {"unforced": unforced, "kept": kept, "forced": forced, "marked": runners(model)}
+
+
 def missing_instance(model: Model) -> Observed:
     """Removing a runner GARM does not know is not found."""
     return attempt(lambda: model.api.delete_instance("garm-000000000404", force=True))
@@ -561,6 +577,15 @@ TABLE: dict[str, tuple[Callable[[Model], Observed], Observed]] = {
     "forced removal": (
         forced_removal,
         {"answer": None, "marked": [("pending_force_delete", "active")], "after": []},
+    ),
+    "busy removal": (
+        busy_removal,
+        {
+            "unforced": "GarmBadRequest",
+            "kept": [("running", "active")],
+            "forced": None,
+            "marked": [("pending_force_delete", "active")],
+        },
     ),
     "missing instance": (missing_instance, "GarmNotFound"),
     "refusals": (

@@ -576,9 +576,12 @@ class MemoryGarm:
             raise GarmNotFound("delete instance", 400, "Bad Request", "runner must be ...")
         removal = Forced(name, runner.scaleset_id, self.now, runner.runner_status, len(self.log))
         if not force and runner.runner_status == "active":
-            # Unforced, GARM first removes the runner at GitHub, which refuses a busy runner;
-            # GARM answers with the error (garm-behaviour, "Removing a runner unforced").
-            raise GarmServerError("delete instance", 500, "Internal Server Error", "runner busy")
+            # GARM first removes the runner at GitHub, forced or not; GitHub refuses a busy one
+            # with 400 and GARM answers it, unless bypassGHUnauthorized, which `GarmClient`
+            # sends exactly when it forces (garm-behaviour B32).
+            raise GarmBadRequest(
+                "delete instance", 400, "Bad Request", "error removing runner from github"
+            )
         (self.forced if force else self.removed).append(removal)
         runner.status = "pending_force_delete" if force else "pending_delete"
 
