@@ -293,10 +293,18 @@ class Target:
 
 
 @contextmanager
-def open_target(name: str, workdir: Path) -> Iterator[Target]:
+def open_target(
+    name: str, workdir: Path, *, metrics_period: str | None = None
+) -> Iterator[Target]:
     """Start a fresh, uninitialised GARM for a target name; stop it afterwards.
 
     A real GARM's log is checked on the way out: a DNS lookup or a secret in it fails the test.
+
+    Args:
+        name: the target, e.g. `real-v0.2.1`.
+        workdir: where a real GARM keeps its files.
+        metrics_period: a real GARM's /metrics on, unauthenticated, refreshed this often
+            (e.g. "1s"); None leaves it off. The simulator has no /metrics.
     """
     kind, version = name.split("-", 1)
     if kind == "sim":
@@ -307,7 +315,7 @@ def open_target(name: str, workdir: Path) -> Iterator[Target]:
     if binary is None:
         cannot_run(reason)
     workdir.mkdir(parents=True, exist_ok=True)
-    real = RealGarm(binary, workdir, PROVIDER, version=version)
+    real = RealGarm(binary, workdir, PROVIDER, version=version, metrics_period=metrics_period)
     try:
         real.start()
         yield Target(kind, version, real.url, real=real)
