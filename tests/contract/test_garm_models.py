@@ -355,6 +355,14 @@ def dropped_at_github(model: Model) -> Observed:
     }
 
 
+def github_ids_not_reused(model: Model) -> Observed:
+    """A set created after the newest one was deleted gets a GitHub id never given before."""
+    first = create(model, "first")
+    model.api.delete_scaleset(first.id)
+    second = create(model, "second")
+    return second.github_scale_set_id not in (0, first.github_scale_set_id)
+
+
 def _github_id(model: Model, scaleset_id: int) -> int:
     return next(s.github_scale_set_id for s in model.api.list_scalesets() if s.id == scaleset_id)
 
@@ -541,6 +549,7 @@ TABLE: dict[str, tuple[Callable[[Model], Observed], Observed]] = {
         dropped_at_github,
         {"old id shown": True, "first": None, "kept": ["small"], "renewed": True, "then": []},
     ),
+    "GitHub ids not reused": (github_ids_not_reused, True),
     "dropped labels": (dropped_labels, {"answer": ["x64"], "listed": [["x64"]]}),
     "runners boot then report": (
         runners_boot_then_report,
