@@ -233,6 +233,31 @@ class Target:
         assert self.sim is not None
         self.sim.state.github.drop(github_id)
 
+    def start_job(self, scaleset: dict[str, Any], runner: str) -> None:
+        """GitHub hands the runner a job: its agent is busy there (GitHub refuses to remove it).
+
+        Args:
+            scaleset: the scale set's JSON as GARM answers it (`scale_set_id` is GitHub's id).
+            runner: the runner's name, the scale set's only runner.
+        """
+        if self.real is not None:
+            self.real.github.start_job(scaleset["scale_set_id"], runner)
+            return
+        sim = self.sim
+        assert sim is not None
+        started: list[str] = []
+
+        # The simulator hands jobs only to runners that report `idle`, a pass after they run.
+        def take() -> bool:
+            try:
+                started.append(sim.start_job(scaleset["id"]))
+            except LookupError:
+                return False
+            return True
+
+        assert self.wait_until(take), f"no runner of {scaleset['name']} reported idle"
+        assert started == [runner], f"the simulator gave the job to {started}, not {runner}"
+
     def restart(self) -> None:
         """Restart GARM with its state: every scale-set worker starts again."""
         if self.real is not None:
@@ -268,10 +293,18 @@ class Target:
 
 
 @contextmanager
-def open_target(name: str, workdir: Path) -> Iterator[Target]:
+def open_target(
+    name: str, workdir: Path, *, metrics_period: str | None = None
+) -> Iterator[Target]:
     """Start a fresh, uninitialised GARM for a target name; stop it afterwards.
 
     A real GARM's log is checked on the way out: a DNS lookup or a secret in it fails the test.
+
+    Args:
+        name: the target, e.g. `real-v0.2.1`.
+        workdir: where a real GARM keeps its files.
+        metrics_period: a real GARM's /metrics on, unauthenticated, refreshed this often
+            (e.g. "1s"); None leaves it off. The simulator has no /metrics.
     """
     kind, version = name.split("-", 1)
     if kind == "sim":
@@ -282,7 +315,7 @@ def open_target(name: str, workdir: Path) -> Iterator[Target]:
     if binary is None:
         cannot_run(reason)
     workdir.mkdir(parents=True, exist_ok=True)
-    real = RealGarm(binary, workdir, PROVIDER, version=version)
+    real = RealGarm(binary, workdir, PROVIDER, version=version, metrics_period=metrics_period)
     try:
         real.start()
         yield Target(kind, version, real.url, real=real)

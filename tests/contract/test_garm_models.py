@@ -355,6 +355,14 @@ def dropped_at_github(model: Model) -> Observed:
     }
 
 
+def github_ids_not_reused(model: Model) -> Observed:
+    """A set created after the newest one was deleted gets a GitHub id never given before."""
+    first = create(model, "first")
+    model.api.delete_scaleset(first.id)
+    second = create(model, "second")
+    return second.github_scale_set_id not in (0, first.github_scale_set_id)
+
+
 def _github_id(model: Model, scaleset_id: int) -> int:
     return next(s.github_scale_set_id for s in model.api.list_scalesets() if s.id == scaleset_id)
 
@@ -449,6 +457,22 @@ def forced_removal(model: Model) -> Observed:
     return {"answer": answer, "marked": marked, "after": runners(model)}
 
 
+def busy_removal(model: Model) -> Observed:
+    """GitHub refuses to remove a busy runner: unforced GARM answers 400 and keeps it (B32).
+
+    Forced (the client then also bypasses GitHub's errors) the runner is marked for removal.
+    """
+    scaleset = create(model, enabled=True, min_idle_runners=1)
+    model.advance(1)
+    model.advance(1)
+    job = model.start_job(scaleset.id)
+    assert job is not None
+    unforced = attempt(lambda: model.api.delete_instance(job, force=False))
+    kept = runners(model)
+    forced = attempt(lambda: model.api.delete_instance(job, force=True))
+    return {"unforced": unforced, "kept": kept, "forced": forced, "marked": runners(model)}
+
+
 def missing_instance(model: Model) -> Observed:
     """Removing a runner GARM does not know is not found."""
     return attempt(lambda: model.api.delete_instance("garm-000000000404", force=True))
@@ -525,6 +549,7 @@ TABLE: dict[str, tuple[Callable[[Model], Observed], Observed]] = {
         dropped_at_github,
         {"old id shown": True, "first": None, "kept": ["small"], "renewed": True, "then": []},
     ),
+    "GitHub ids not reused": (github_ids_not_reused, True),
     "dropped labels": (dropped_labels, {"answer": ["x64"], "listed": [["x64"]]}),
     "runners boot then report": (
         runners_boot_then_report,
@@ -561,6 +586,15 @@ TABLE: dict[str, tuple[Callable[[Model], Observed], Observed]] = {
     "forced removal": (
         forced_removal,
         {"answer": None, "marked": [("pending_force_delete", "active")], "after": []},
+    ),
+    "busy removal": (
+        busy_removal,
+        {
+            "unforced": "GarmBadRequest",
+            "kept": [("running", "active")],
+            "forced": None,
+            "marked": [("pending_force_delete", "active")],
+        },
     ),
     "missing instance": (missing_instance, "GarmNotFound"),
     "refusals": (

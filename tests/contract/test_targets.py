@@ -134,6 +134,43 @@ def test_force_removed_runner_is_not_replaced_while_disabled(target: Target):
     assert target.wait_until(lambda: target.call("GET", path).json == [], timeout=30)
 
 
+def test_removing_a_busy_runner_is_refused_unless_github_errors_are_bypassed(target: Target):
+    """Arrange: an enabled scale set's running runner, then given a job at GitHub.
+
+    Act: DELETE the runner without flags, with `forceRemove`, then with `forceRemove` and
+    `bypassGHUnauthorized` (B32).
+
+    Assert: GitHub's refusal (400) comes back as 400 Bad Request without and with
+    `forceRemove`, the runner still `running`; with `bypassGHUnauthorized` 200 and the runner
+    is marked `pending_force_delete` (or already gone).
+    """
+    created = target.create_scaleset("busy", enabled=True, min_idle_runners=1)
+    path = f"/scalesets/{created['id']}/instances"
+
+    def runners() -> list[dict[str, object]]:
+        return target.call("GET", path).json or []
+
+    assert target.wait_until(lambda: [r["status"] for r in runners()] == ["running"])
+    name = str(runners()[0]["name"])
+    target.start_job(created, name)
+
+    unforced = target.call("DELETE", f"/instances/{name}")
+    forced = target.call("DELETE", f"/instances/{name}?forceRemove=true")
+    kept = [r["status"] for r in runners()]
+    bypassed = target.call(
+        "DELETE", f"/instances/{name}?forceRemove=true&bypassGHUnauthorized=true"
+    )
+
+    assert (unforced.status, unforced.json["error"]) == (400, "Bad Request")
+    assert (forced.status, forced.json["error"]) == (400, "Bad Request")
+    assert "JobStillRunningException" in forced.json["details"]
+    assert kept == ["running"]
+    assert (bypassed.status, bypassed.raw) == (200, "")
+    # The enabled set may already run a replacement beside it.
+    marked = [r["status"] for r in runners() if r["name"] == name]
+    assert marked in (["pending_force_delete"], [])
+
+
 def test_error_answers(target: Target):
     """Arrange: no scale sets. Act: unknown id, bad id, bad JSON (C10). Assert: as recorded."""
     cases = {

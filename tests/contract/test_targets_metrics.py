@@ -16,9 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from contract.conftest import PROVIDER, REAL_TARGETS, Target, garm_binary
-from contract.real_garm import RealGarm
-from must_run import cannot_run
+from contract.conftest import REAL_TARGETS, Target, open_target
 
 _SERIES = re.compile(r"^(?P<name>\w+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -30,17 +28,8 @@ _TARGETS = [target for target in REAL_TARGETS if target.id == "real-v0.2.1"]
 @pytest.fixture(params=_TARGETS)
 def metered(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     """A bootstrapped real GARM whose /metrics is on, unauthenticated, refreshed every second."""
-    version = request.param.split("-", 1)[1]
-    binary, reason = garm_binary(version)
-    if binary is None:
-        cannot_run(reason)
-    real = RealGarm(binary, tmp_path / "garm", PROVIDER, version=version, metrics_period="1s")
-    (tmp_path / "garm").mkdir()
-    try:
-        real.start()
-        yield Target("real", version, real.url, real=real).bootstrap()
-    finally:
-        real.stop()
+    with open_target(request.param, tmp_path / "garm", metrics_period="1s") as target:
+        yield target.bootstrap()
 
 
 def _series(target: Target, metric: str) -> list[tuple[dict[str, str], float]]:

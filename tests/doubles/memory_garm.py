@@ -247,6 +247,8 @@ class MemoryGarm:
         self._stop_next = False
         self._ids = itertools.count(1)
         self._runner_ids = itertools.count(1)
+        # GitHub never hands out a deleted scale set's id again.
+        self._github_ids = itertools.count(101)
 
     # Test controls -------------------------------------------------------------------------
 
@@ -506,7 +508,7 @@ class MemoryGarm:
             template_id=params.template_id or (1 if params.os_type == "linux" else 2),
             created_at=self.now,
             updated_at=self.now,
-            github_id=self._next_github_id(),
+            github_id=next(self._github_ids),
         )
         self.rows[row.id] = row
         self.enabled_history[row.id] = [(self.now, row.enabled, len(self.log))]
@@ -558,12 +560,9 @@ class MemoryGarm:
         """GARM restarts: each worker start creates a set GitHub lost again there (B33)."""
         for row in self.rows.values():
             if row.dropped_at_github:
-                row.github_id = self._next_github_id()
+                row.github_id = next(self._github_ids)
                 row.dropped_at_github = False
                 row.updated_at = self.now
-
-    def _next_github_id(self) -> int:
-        return max((row.github_id for row in self.rows.values()), default=100) + 1
 
     @_logged
     def delete_instance(self, name: str, *, force: bool = True) -> None:
@@ -576,9 +575,12 @@ class MemoryGarm:
             raise GarmNotFound("delete instance", 400, "Bad Request", "runner must be ...")
         removal = Forced(name, runner.scaleset_id, self.now, runner.runner_status, len(self.log))
         if not force and runner.runner_status == "active":
-            # Unforced, GARM first removes the runner at GitHub, which refuses a busy runner;
-            # GARM answers with the error (garm-behaviour, "Removing a runner unforced").
-            raise GarmServerError("delete instance", 500, "Internal Server Error", "runner busy")
+            # GARM first removes the runner at GitHub, forced or not; GitHub refuses a busy one
+            # with 400 and GARM answers it, unless bypassGHUnauthorized, which `GarmClient`
+            # sends exactly when it forces (garm-behaviour B32).
+            raise GarmBadRequest(
+                "delete instance", 400, "Bad Request", "error removing runner from github"
+            )
         (self.forced if force else self.removed).append(removal)
         runner.status = "pending_force_delete" if force else "pending_delete"
 

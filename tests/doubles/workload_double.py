@@ -8,9 +8,13 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from workload import backup
 from workload.backup import BackupError, BackupManifest
 from workload.config import GarmConfig, OpenStackProvider, ProxyConfig, TlsFiles
-from workload.host import CommandError, ResourceError, VersionRefused, WorkloadError
+from workload.host import CommandError, Paths, ResourceError, VersionRefused, WorkloadError
+
+# The real Workload's paths on a machine (its default root), for the paths the double reports.
+MACHINE_PATHS = Paths(Path("/"))
 
 
 @dataclasses.dataclass
@@ -275,8 +279,8 @@ class RecordingWorkload:
         return 0
 
     def backup_path(self, name: str) -> Path:
-        """Where the workload keeps the backup's database."""
-        return Path("/var/lib/garm-charm/backups") / name / "garm.db"
+        """Where the workload keeps the backup's database, on the machine (root `/`)."""
+        return backup.backup_dir(MACHINE_PATHS, name) / backup.DATABASE_FILE
 
 
 def _settings(config: GarmConfig) -> GarmConfig:

@@ -2,8 +2,8 @@
 
 Found as `GARM_PROVIDER_OPENSTACK_BIN`, else as `garm-provider-openstack-*` in the binaries
 directory (`GARM_BIN_DIR`, by default `shared/garm/bin/` beside the checkout). Without it the
-tests using it skip and say where they looked, except in CI (`CI=true`) with that directory
-present: there a missing provider binary fails the test, so CI never goes green by skipping.
+tests using it cannot run (`must_run.cannot_run`): they skip and say where they looked, except
+in CI (`CI=true`), where they fail, so CI never goes green by skipping.
 """
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from charms.garm_configurator.v0 import garm_configurator as interface
 from contract.conftest import BIN_DIR_ENV, DEFAULT_BIN_DIR
 from doubles.configurator_publication import published_databag
+from must_run import cannot_run
 
 PROVIDER_BIN_ENV = "GARM_PROVIDER_OPENSTACK_BIN"
 PROVIDER_GLOB = "garm-provider-openstack-*"
@@ -61,13 +60,11 @@ def binaries_directory() -> Path:
 
 
 def require_provider_binary() -> Path:
-    """The provider binary; skip without it, but fail in CI where the binaries are laid out."""
+    """The provider binary; without it the case cannot run (skipped here, failed in CI)."""
     binary, reason = provider_binary()
-    if binary is not None:
-        return binary
-    if os.environ.get("CI", "").lower() == "true" and binaries_directory().is_dir():
-        pytest.fail(f"CI has {binaries_directory()} but no provider binary: {reason}")
-    pytest.skip(reason)
+    if binary is None:
+        cannot_run(reason)
+    return binary
 
 
 def run_provider(

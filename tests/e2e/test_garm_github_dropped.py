@@ -17,9 +17,8 @@ import dataclasses
 import pytest
 from ops import testing
 
-from contract.conftest import garm_binary
 from e2e import test_garm_machine as machine_walk
-from e2e.conftest import CASES, Case
+from e2e.conftest import SQLITE_CASES, Case, available_case
 from e2e.test_garm_machine import (
     Walk,
     install_and_bootstrap,
@@ -27,7 +26,6 @@ from e2e.test_garm_machine import (
     relate_configurator,
 )
 from garm_api import ScaleSet
-from must_run import cannot_run
 
 # The walk's fixtures, shared with test_garm_machine.py (pytest finds them by these names).
 github = machine_walk.github
@@ -36,17 +34,12 @@ unused_port = machine_walk.unused_port
 walk = machine_walk.walk
 
 ASKED_AT = "github_scalesets_asked_at"
-SQLITE_CASES = [name for name, case in CASES.items() if case.backend == "sqlite"]
 
 
 @pytest.fixture(params=SQLITE_CASES)
 def case(request: pytest.FixtureRequest) -> Case:
     """Each GARM binary on SQLite (the backend does not change what GitHub does)."""
-    chosen = CASES[request.param]
-    binary, reason = garm_binary(chosen.version)
-    if binary is None:
-        cannot_run(reason)
-    return chosen
+    return available_case(request.param)
 
 
 def test_a_live_set_github_dropped_is_replaced_and_the_old_one_deleted(walk: Walk):

@@ -20,6 +20,7 @@ from e2e.machine import Machine
 from e2e.machine_model import MachineModel
 from fake_github import FakeGitHub
 from integration import scenario
+from must_run import cannot_run
 
 # The e2e machine answers within seconds and runs a hook a second; the hand-over grace is
 # short so the dry run stays cheap (the Juju suite's 20 s only spans its 10 s hook cadence).
@@ -48,7 +49,7 @@ def model(
 ) -> MachineModel:
     """The scenario's model on the e2e machine, with GARM v0.2.1 as the `garm-binary`."""
     if V021 not in garm_tarballs:
-        pytest.skip(garm_binary(V021)[1])
+        cannot_run(garm_binary(V021)[1])
     monkeypatch.setattr(charm, "Workload", machine.workload)
     monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
     directory = tmp_path / "model"

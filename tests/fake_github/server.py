@@ -41,6 +41,8 @@ class FakeGitHubConfig:
         drip_seconds: when above 0, every answer's body is sent one byte at a time, this long
             apart (each byte within any read timeout, the whole body far beyond it).
         drip_paths: when not empty, only answers to paths ending with one of these drip.
+        refuse_busy_removal: an agent running a job is not removed: its DELETE answers 400
+            with `JOB_STILL_RUNNING`, as GitHub's Actions service refuses a busy runner.
     """
 
     token: str = "fake-pat-token"
@@ -52,6 +54,23 @@ class FakeGitHubConfig:
     hidden: frozenset[str] = frozenset()
     drip_seconds: float = 0.0
     drip_paths: frozenset[str] = frozenset()
+    refuse_busy_removal: bool = True
+
+
+# GitHub's Actions service answers errors as a serialised .NET exception; removing an agent
+# that runs a job is refused with 400 and this exception type. GARM only reads the status
+# (400 is its BadRequestError) and quotes the body in its own error's details.
+JOB_STILL_RUNNING = {
+    "$id": "1",
+    "innerException": None,
+    "message": "The agent is running a job and cannot be removed.",
+    "typeName": (
+        "GitHub.DistributedTask.WebApi.JobStillRunningException, GitHub.DistributedTask.WebApi"
+    ),
+    "typeKey": "JobStillRunningException",
+    "errorCode": 0,
+    "eventId": 3000,
+}
 
 
 @dataclass
@@ -557,10 +576,20 @@ def get_agent(
 def delete_agent(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """A12: remove an agent; 404 for one already gone (its job ended, or removed before)."""
+    """A12: remove an agent; 404 for one already gone (its job ended, or removed before).
+
+    An agent running a job is kept and the DELETE answers 400 (`JOB_STILL_RUNNING`) unless
+    `refuse_busy_removal` is off.
+    """
+    agent_id = int(params["agent"])
     with gh.lock:
-        removed = gh.runners.pop(int(params["agent"]), None)
-    return Answer(404, {"message": "Agent not found"}) if removed is None else Answer(204)
+        runner = gh.runners.get(agent_id)
+        if runner is None:
+            return Answer(404, {"message": "Agent not found"})
+        if gh.config.refuse_busy_removal and runner["name"] in gh.running_jobs:
+            return Answer(400, JOB_STILL_RUNNING)
+        del gh.runners[agent_id]
+    return Answer(204)
 
 
 def acquire_jobs(

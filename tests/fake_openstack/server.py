@@ -1,7 +1,7 @@
 """A fake OpenStack on 127.0.0.1: what `garm-provider-openstack` calls, and nothing more.
 
 One port serves every service under its own prefix, as a cloud behind one proxy does:
-`/identity` (Keystone v3: version discovery, password tokens with a service catalog),
+`/identity` (Keystone v3: password tokens with a service catalog),
 `/compute/v2.1` (Nova: flavors, servers with user data, config drive, metadata and tags,
 force-delete, start and stop), `/image` (Glance v2 images), `/network` (Neutron v2.0 networks)
 and `/volume/v3` (Cinder: in the catalog only; the provider builds its client and, without
@@ -199,8 +199,6 @@ class FakeOpenStack(LoopbackServer):
         return _not_found(request.path)
 
     def _identity(self, request: Request, path: str) -> tuple[int, Any, dict[str, str]]:
-        if request.method == "GET" and path in ("", "/v3"):
-            return 200, {"versions": {"values": [_identity_version(self.url)]}}, {}
         if request.method == "POST" and path == "/v3/auth/tokens":
             return self._issue_token(request.body)
         return _not_found(request.path)
@@ -491,18 +489,6 @@ class FakeOpenStack(LoopbackServer):
                 )
             return 200, {"network": network}, {}
         return _not_found(request.path)
-
-
-def _identity_version(base: str) -> dict[str, Any]:
-    return {
-        "id": "v3.14",
-        "status": "stable",
-        "updated": "2020-04-07T00:00:00Z",
-        "links": [{"rel": "self", "href": f"{base}/identity/v3/"}],
-        "media-types": [
-            {"base": "application/json", "type": "application/vnd.openstack.identity-v3+json"}
-        ],
-    }
 
 
 def _flavor(index: int, name: str) -> dict[str, Any]:

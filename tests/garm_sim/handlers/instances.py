@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from garm_sim.errors import bad_request, not_found, server_error
+from garm_sim.errors import bad_request, not_found
 from garm_sim.model import DELETABLE_STATUSES, Instance
 from garm_sim.routing import EMPTY, Request, Response, Route
 from garm_sim.serialise import instance_json
@@ -10,6 +10,12 @@ from garm_sim.serialise import instance_json
 _NOT_DELETABLE = (
     "runner must be in one of the following states: "
     '"running, error, pending_force_delete, pending_delete"'
+)
+# GARM's details quote GitHub's answer (the fake GitHub's `JOB_STILL_RUNNING`, shortened).
+_JOB_STILL_RUNNING = (
+    "error removing runner from github: bad request while calling "
+    "https://pipelines.actions.githubusercontent.com/_apis/distributedtask/pools/0/agents/{}: "
+    '"{{\\"typeKey\\":\\"JobStillRunningException\\"}}"'
 )
 
 
@@ -38,15 +44,15 @@ def delete_instance(request: Request) -> Response:
     """Mark an instance for deletion; it disappears at the next simulator tick.
 
     GARM only deletes runners that are running, errored or already being deleted; a runner
-    still being created (`pending_create`) is refused with 400. Unforced, GARM first removes
-    the runner at GitHub, which refuses one running a job, and GARM answers with that error
-    (garm-behaviour B32).
+    still being created (`pending_create`) is refused with 400. Forced or not, GARM first
+    removes the runner at GitHub, which refuses one running a job with 400; GARM answers that
+    400 and keeps the runner unless `bypassGHUnauthorized` is set (garm-behaviour B32).
     """
     instance = _instance(request)
     if instance.status not in DELETABLE_STATUSES:
         raise bad_request(_NOT_DELETABLE)
-    if not request.flag("forceRemove") and instance.runner_status == "active":
-        raise server_error()
+    if not request.flag("bypassGHUnauthorized") and instance.runner_status == "active":
+        raise bad_request(_JOB_STILL_RUNNING.format(instance.agent_id))
     instance.status = "pending_force_delete" if request.flag("forceRemove") else "pending_delete"
     instance.updated_at = request.state.clock.stamp()
     return Response(200, EMPTY)
