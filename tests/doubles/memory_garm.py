@@ -572,7 +572,7 @@ class MemoryGarm:
         if runner is None:
             raise GarmNotFound("delete instance", 404, "Not Found", "instance not found")
         if runner.status not in FORCEABLE:
-            raise GarmNotFound("delete instance", 400, "Bad Request", "runner must be ...")
+            raise GarmBadRequest("delete instance", 400, "Bad Request", "runner must be ...")
         removal = Forced(name, runner.scaleset_id, self.now, runner.runner_status, len(self.log))
         if not force and runner.runner_status == "active":
             # GARM first removes the runner at GitHub, forced or not; GitHub refuses a busy one
