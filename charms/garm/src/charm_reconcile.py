@@ -36,6 +36,7 @@ from reconcile.bootstrap import (
     DB_PASSPHRASE_LABEL,
     BootstrapSecrets,
     ControllerUrls,
+    admin_content,
     bootstrap,
     ensure_secrets,
     wait_until_serving,
@@ -430,6 +431,7 @@ class GarmReconciler:
                 self._secrets,
                 self._workload.pending_admin_password,
                 may_forget=not self.password_uncommitted,
+                admin=admin_content(creds),
             )
             if accepted is not None:
                 creds = dataclasses.replace(

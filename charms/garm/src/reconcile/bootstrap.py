@@ -76,6 +76,14 @@ class BootstrapSecrets:
     pending_admin_password: str = dataclasses.field(default="", repr=False)
 
 
+def admin_content(creds: BootstrapSecrets) -> dict[str, str]:
+    """The admin secret's content as `read_secrets` read it (the pending password if any)."""
+    content = {"username": creds.admin_username, "password": creds.admin_password}
+    if creds.pending_admin_password:
+        content[PENDING_PASSWORD_KEY] = creds.pending_admin_password
+    return content
+
+
 @dataclasses.dataclass(frozen=True)
 class ControllerUrls:
     """The URLs GARM gives runners and GitHub, as `garm-cli init` derives them.

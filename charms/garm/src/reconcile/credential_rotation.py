@@ -102,7 +102,12 @@ def rotate_admin_password(store: RotationStore, reset: PasswordReset, kept: Kept
 
 
 def settle_admin_password(
-    client: GarmClient, store: RotationStore, kept: KeptPassword, *, may_forget: bool = True
+    client: GarmClient,
+    store: RotationStore,
+    kept: KeptPassword,
+    *,
+    may_forget: bool = True,
+    admin: Mapping[str, str] | None = None,
 ) -> str | None:
     """Finish or undo a password rotation that stopped half-way; nothing when none did.
 
@@ -112,6 +117,8 @@ def settle_admin_password(
         kept: the password a rotation kept on disk.
         may_forget: whether the file may go once GARM takes the secret's password; False in
             the hook that wrote that password, whose revision Juju has not committed yet.
+        admin: the admin secret's content as this hook already read it; None: read it here.
+            Reading a secret costs hook tool calls, and this runs in every leader hook.
 
     Returns:
         The admin password GARM accepts when this call had to find out, else None.
@@ -119,7 +126,7 @@ def settle_admin_password(
     Raises:
         GarmError: GARM did not answer a login (an outage), or refused it otherwise than 401.
     """
-    admin = store.get(ADMIN_LABEL)
+    admin = store.get(ADMIN_LABEL) if admin is None else admin
     kept_password = kept.read()
     if admin is None or not (kept_password or admin.get(PENDING_PASSWORD_KEY)):
         return None
