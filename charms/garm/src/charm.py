@@ -169,7 +169,7 @@ class GarmCharm(ops.CharmBase):
         if state is not None:
             # A bad config leaves what was published and scheduled as it is until it is fixed.
             self._publish_cos_agent(state)
-            self._schedule_tick(state)
+            self._schedule_tick(state, paused=pause is not None)
             self._keep_charm_metrics(state, paused=pause is not None)
 
     def _publish_cos_agent(self, state: CharmState) -> None:
@@ -184,13 +184,13 @@ class GarmCharm(ops.CharmBase):
         except (ops.ModelError, OSError, ValueError) as error:
             logger.warning("cos-agent data not published (retried at the next hook): %s", error)
 
-    def _schedule_tick(self, state: CharmState) -> None:
+    def _schedule_tick(self, state: CharmState, *, paused: bool) -> None:
         """Keep the reconcile tick on the leader at `reconcile-interval`; nowhere else.
 
         A systemd failure is logged and retried at the next hook, which reconciles anyway.
         """
         interval = state.config.reconcile_interval
-        if not state.leader or not interval or self._maintenance() is not None:
+        if not state.leader or not interval or paused:
             self._tick.remove()
             return
         try:
