@@ -28,7 +28,7 @@ def with_schedule(active: str, specs: Sequence[ScalesetSpec]) -> str:
     return joined if len(joined) <= STATUS_LIMIT else active
 
 
-def schedule_message(specs: Sequence[ScalesetSpec], limit: int = STATUS_LIMIT) -> str:
+def schedule_message(specs: Sequence[ScalesetSpec]) -> str:
     """Return e.g. `scheduled: 'small' min idle 6 (Mon-Fri 08:00-18:00 Europe/Berlin)`, or ""."""
     entries = [
         f"{short_name(spec.name)} min idle {spec.min_idle_runners} ({spec.min_idle_window})"
@@ -38,4 +38,4 @@ def schedule_message(specs: Sequence[ScalesetSpec], limit: int = STATUS_LIMIT) -
     if not entries:
         return ""
     prefix = "scheduled: "
-    return prefix + fit(entries, ", ", most=2, limit=limit - len(prefix))
+    return prefix + fit(entries, ", ", most=2, limit=STATUS_LIMIT - len(prefix))
