@@ -380,7 +380,7 @@ class GarmCharm(ops.CharmBase):
 
     def _on_create_backup(self, event: ops.ActionEvent) -> None:
         """An online copy of GARM's SQLite database with its manifest (ADR 0025)."""
-        if self._leader_peers(event, "create-backup") is None or self._on_postgresql(event):
+        if not self._leader_only(event, "create-backup") or self._on_postgresql(event):
             return
         now = utc_now()
         name = str(event.params.get("name") or f"garm-{now:%Y%m%dT%H%M%SZ}")
@@ -438,13 +438,19 @@ class GarmCharm(ops.CharmBase):
 
     def _leader_peers(self, event: ops.ActionEvent, action: str) -> ops.Relation | None:
         """The peer relation for a leader-only action; else the action fails, saying why."""
-        if not self.unit.is_leader():
-            event.fail(f"GARM runs on the leader only: juju run garm/leader {action}")
+        if not self._leader_only(event, action):
             return None
         peers = self.model.get_relation(PEER_RELATION)
         if peers is None:
             event.fail("the peer relation is not up yet: run the action again in a minute")
         return peers
+
+    def _leader_only(self, event: ops.ActionEvent, action: str) -> bool:
+        """Whether this unit leads; else the action fails, naming where to run it."""
+        if self.unit.is_leader():
+            return True
+        event.fail(f"GARM runs on the leader only: juju run garm/leader {action}")
+        return False
 
     def _on_postgresql(self, event: ops.ActionEvent) -> bool:
         """Whether GARM's state is in PostgreSQL; then the backup action fails, saying why."""

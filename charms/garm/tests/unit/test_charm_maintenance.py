@@ -219,6 +219,21 @@ def test_create_backup_names_the_copy_its_checksum_version_and_passphrase_secret
     assert "stop" not in unit.workload.calls
 
 
+def test_create_backup_needs_no_peer_relation(unit: Unit):
+    """Arrange: a leader on SQLite whose peer relation is not up yet (a unit's first hooks).
+
+    Act: create-backup name=early. Assert: the backup is made (it uses nothing of the peers).
+    """
+    state = unit.state()
+    alone = dataclasses.replace(
+        state, relations={r for r in state.relations if not isinstance(r, testing.PeerRelation)}
+    )
+
+    unit.ctx.run(unit.ctx.on.action("create-backup", params={"name": "early"}), alone)
+
+    assert "create_backup early" in unit.workload.calls
+
+
 @pytest.mark.parametrize("action", ["create-backup", "restore-backup"])
 def test_backups_are_refused_on_postgresql(unit: Unit, action: str):
     """Arrange: the database relation. Act: the action.
