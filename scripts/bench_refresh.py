@@ -8,7 +8,7 @@ The time taken, in the simulator's clock, is compared with (40 / surge) x (runne
 tick) for surge 1, 2 and 5, and the fewest idle runners seen with min idle (40).
 
 Prints one line per surge; exits non-zero when a refresh takes longer than its bound, leaves an
-outdated runner, or lets idle runners drop below min idle. About 20 s of CPU.
+outdated runner, or lets idle runners drop below min idle. About 2 s of CPU.
 """
 
 from __future__ import annotations
