@@ -29,7 +29,10 @@ from doubles.memory_garm import MemoryGarm  # pyright: ignore[reportMissingImpor
 from garm_api.models import EntityKind, ScaleSet  # pyright: ignore[reportMissingImports]
 from scaleset_reconciler import reconcile  # pyright: ignore[reportMissingImports]
 from scaleset_reconciler.marker import Marker, config_hash  # pyright: ignore[reportMissingImports]
-from scaleset_reconciler.naming import live_name  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.naming import (  # pyright: ignore[reportMissingImports]
+    live_name,
+    spec_generation,
+)
 from scaleset_reconciler.plan import (  # pyright: ignore[reportMissingImports]
     Observed,
     ReconcileSettings,
@@ -125,11 +128,13 @@ def _world(size: int, *, draining: bool) -> tuple[list[Any], list[Any]]:
     specs = [_spec(i) for i in range(size)]
     observed: list[Any] = []
     for i, spec in enumerate(specs):
-        marker = Marker(spec.name, config_hash(spec))
+        marker = Marker(spec.name, config_hash(spec), generation=spec_generation(spec))
         observed.append(_listed(2 * i + 1, live_name(spec), spec.labels, marker))
         if draining:
             old = _spec(i, ("x64",))
-            retired = Marker(spec.name, config_hash(spec), retired_at=NOW)
+            retired = Marker(
+                spec.name, config_hash(spec), retired_at=NOW, generation=spec_generation(old)
+            )
             observed.append(_listed(2 * i + 2, live_name(old), old.labels, retired))
     return specs, observed
 

@@ -93,7 +93,7 @@ def test_configurator_valid_input_is_garm_valid(
     spec, _, _ = desired_from("configurator", data, secrets)
 
     assert validate_spec(spec, ReconcileSettings()) == []
-    assert len(live_name(spec)) <= ReconcileSettings().max_name_length
+    assert len(live_name(spec)) <= ReconcileSettings().name_budget
     assert len(normalise_labels(spec.labels)) == len(config.scaleset.labels)
 
 

@@ -205,6 +205,8 @@ def provider_built_what_the_charm_asked_for(
 ) -> None:
     """The server has a config drive, the resources by name, the charm's boot steps in order.
 
+    Its pool tag is the scale set's name and its entity's id, within Nova's 60 characters.
+
     The pre-install scripts run aproxy first, then the Docker Hub mirror, then the operator's;
     updates are off (a proxied set); the install script GARM serves the runner carries the
     charm's `.env` entries and job hook.
@@ -216,6 +218,10 @@ def provider_built_what_the_charm_asked_for(
     options = runner_config(provider_walk.data(OLD_LABELS).runner)
 
     assert server.name == instance.name
+    # GARM's pseudo pool ID is `<scale set name>-<entity id>`, tagged whole (garm-behaviour B46).
+    pool_tag = f"garm-pool-id={scaleset.name}-{scaleset.entity_id}"
+    assert pool_tag in server.tags
+    assert len(pool_tag) <= 60
     assert server.request["config_drive"] is True
     assert server.request["flavorRef"] == cloud.flavors["m1.small"]["id"]
     assert server.request["imageRef"] == cloud.images["ubuntu-24.04"]["id"]

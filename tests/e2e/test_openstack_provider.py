@@ -23,13 +23,15 @@ from e2e.real_provider import publication, require_provider_binary, run_provider
 from fake_openstack import Cloud, FakeOpenStack, UserData
 from reconcile.runner_template import pre_install_scripts
 from relations.configurators import desired_from, runner_config
+from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.spec import ScalesetSpec
 from workload.host import Paths
 from workload.rendering import render_clouds_yaml, render_provider_config
 
 PASSWORD = "direct-openstack-Pa55word"
 CONTROLLER = "3f0c5b8e-6a2d-4c1e-9b7a-0d4e2f6a8c1b"
-POOL = "7a1d2c3b-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+# The entity GARM serves the scale set for: its pseudo pool ID is `<name>-<entity id>` (B46).
+ENTITY_ID = "c35919a8-8f26-4fc5-ba84-a7386cbd45c8"
 INSTANCE = "garm-Sm4llRunner1"
 # What GARM passes as `runner_install_template` (its wrapper), reduced to what the fake reads.
 WRAPPER = (
@@ -48,6 +50,11 @@ class Provider:
     spec: ScalesetSpec
     data: interface.GarmConfiguratorData
 
+    @property
+    def pool(self) -> str:
+        """The pseudo pool ID GARM gives the scale set's runners: its live name, the entity."""
+        return f"{live_name(self.spec)}-{ENTITY_ID}"
+
     def run(self, command: str, **kwargs: Any) -> Any:
         """Run one command for the scale set's pool; fail naming the provider's error."""
         result = run_provider(
@@ -55,7 +62,7 @@ class Provider:
             command,
             self.config_file,
             controller_id=CONTROLLER,
-            pool_id=POOL,
+            pool_id=self.pool,
             **kwargs,
         )
         assert result.returncode == 0, f"{command} failed: {result.stderr.strip()}"
@@ -86,7 +93,7 @@ class Provider:
             "flavor": self.spec.flavor,
             "image": self.spec.image,
             "labels": list(self.spec.labels),
-            "pool_id": POOL,
+            "pool_id": self.pool,
             "user_data_options": {},
             "jit_config_enabled": True,
         }
@@ -129,7 +136,11 @@ def test_the_provider_builds_the_runner_the_charm_asked_for(provider: Provider):
     assert server.request["flavorRef"] == cloud.flavors["m1.small"]["id"]
     assert server.request["imageRef"] == cloud.images["ubuntu-24.04"]["id"]
     assert server.request["networks"] == [{"uuid": cloud.networks["runners-net"]["id"]}]
-    assert set(server.tags) == {f"garm-pool-id={POOL}", f"garm-controller-id={CONTROLLER}"}
+    assert set(server.tags) == {
+        f"garm-pool-id={provider.pool}",
+        f"garm-controller-id={CONTROLLER}",
+    }
+    assert max(len(tag) for tag in server.tags) <= 60
     user_data = UserData.parse(server.user_data)
     expected = pre_install_scripts(runner_config(provider.data.runner))
     assert user_data.pre_install_scripts == [
@@ -160,7 +171,7 @@ def test_the_provider_refuses_an_extra_spec_it_does_not_know(provider: Provider)
         "CreateInstance",
         provider.config_file,
         controller_id=CONTROLLER,
-        pool_id=POOL,
+        pool_id=provider.pool,
         bootstrap=provider.bootstrap(specs),
     )
 
@@ -197,7 +208,7 @@ def test_the_provider_lists_stops_starts_and_deletes_its_servers(provider: Provi
     assert server.deleted
     assert after == []
     tags = provider.cloud.requests_to("GET", r"/servers/detail$")[0].query["tags"]
-    assert tags == [f"garm-pool-id={POOL},garm-controller-id={CONTROLLER}"]
+    assert tags == [f"garm-pool-id={provider.pool},garm-controller-id={CONTROLLER}"]
 
 
 def test_the_provider_stops_at_a_wrong_password(provider: Provider):
@@ -213,7 +224,7 @@ def test_the_provider_stops_at_a_wrong_password(provider: Provider):
         "ListInstances",
         provider.config_file,
         controller_id=CONTROLLER,
-        pool_id=POOL,
+        pool_id=provider.pool,
     )
 
     assert result.returncode != 0

@@ -221,7 +221,8 @@ def change_labels(model: GarmModel, github: FakeGitHub, before: dict[str, Any], 
     assert len(after) == 1, after
     assert sorted(after[0]["labels"]) == sorted(NEW_LABELS.split(","))
     assert after[0]["name"] != before["name"]
-    assert after[0]["name"].startswith(f"{CONFIGURATOR}-")
+    assert after[0]["scaleset"] == CONFIGURATOR
+    assert len(after[0]["name"]) <= 10
     assert [s["name"] for s in github.scale_sets.values()] == [after[0]["name"]]
 
 

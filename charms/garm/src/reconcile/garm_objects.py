@@ -39,6 +39,7 @@ from scaleset_reconciler import (
     retry_message,
     status_message,
 )
+from scaleset_reconciler.marker import parse_marker
 from scaleset_reconciler.report import SpecReport, fit
 from scaleset_reconciler.runners import is_busy, is_idle
 from workload.config import ProxyConfig
@@ -186,7 +187,9 @@ def list_scalesets(
     """List every scale set with its runners, and what the next pass would do (read-only).
 
     Each changeover shows its drain deadline as an absolute UTC time and every generation of
-    the spec (the live one first): labels, phase, enabled, runners idle and busy.
+    the spec (the live one first): labels, phase, enabled, runners idle and busy. Each row
+    names the scale set's logical name and configurator from the charm's marker (its live
+    name is too short to tell them: ADR 0031); both are null for a hand-made one.
     """
     report = preview(
         api, desired.specs, now=now, settings=settings, sweep_orphans=desired.complete
@@ -197,6 +200,7 @@ def list_scalesets(
         {
             "id": scaleset.id,
             "name": scaleset.name,
+            **_owner(scaleset),
             "enabled": scaleset.enabled,
             "provider": scaleset.provider_name,
             "labels": list(scaleset.labels),
@@ -223,6 +227,14 @@ def list_scalesets(
         for orphan in report.orphans
     ]
     return ScalesetListing(rows, changeovers)
+
+
+def _owner(scaleset: ScaleSet) -> dict[str, str | None]:
+    """The logical name and configurator the charm's marker records; None for a hand-made set."""
+    marker = parse_marker(scaleset.extended_state)
+    if marker is None:
+        return {"scaleset": None, "application": None}
+    return {"scaleset": marker.logical, "application": marker.application or None}
 
 
 class _Runners:

@@ -3,9 +3,9 @@
 GARM stores `extended_state` as a free string, lets clients write it on update and returns it in
 list responses (garm-behaviour B16). The charm writes a small JSON object there:
 
-    {"application":"cfg-small","config":"<16 hex>","enabled-at":"<RFC 3339>","logical":"small",
-     "managed-by":"garm-charm","retired-at":"<RFC 3339>","delete-failures":2,
-     "delete-retry-at":"<RFC 3339>"}
+    {"application":"cfg-small","config":"<16 hex>","enabled-at":"<RFC 3339>",
+     "generation":"<16 hex>","logical":"small","managed-by":"garm-charm",
+     "retired-at":"<RFC 3339>","delete-failures":2,"delete-retry-at":"<RFC 3339>"}
 
 - `managed-by` and `logical` prove the charm made the scale set and say for which spec; a scale
   set without them is hand-made and never touched.
@@ -20,8 +20,11 @@ list responses (garm-behaviour B16). The charm writes a small JSON object there:
   re-enabled (its `created_at` is old, so the hand-over grace counts from here).
 - `delete-failures` counts deletes GARM answered 200 to but kept (garm-behaviour B15), and
   `delete-retry-at` is when the next delete is sent: the wait doubles with each kept delete.
-- `attempt` (when above 0) says which attempt at its spec's labels this scale set is: its name
-  was made with that attempt number (`naming`).
+- `generation` is the `naming.generation_key` of the labels, provider and entity the scale set
+  was created for, and `attempt` (when above 0) which attempt at them it is: its name was made
+  from both (`naming`). A pass knows a scale set's generation from these, never from its
+  5-character name hash alone. Markers of charm versions before short names have no
+  `generation`: their scale sets are predecessors, replaced by the changeover (ADR 0031).
 - `refresh-from` (while a rolling refresh runs, ADR 0022): runners GARM made before this moment
   are outdated. GARM gives every scale-set runner generation 0 (garm-behaviour, "Runners carry
   no generation"), so the charm keeps the moment of the change itself.
@@ -55,6 +58,7 @@ class Marker:
     delete_retry_at: datetime.datetime | None = None
     attempt: int = 0
     refresh_from: datetime.datetime | None = None
+    generation: str = ""
 
     @property
     def retired(self) -> bool:
@@ -80,6 +84,8 @@ class Marker:
             body["delete-retry-at"] = _format_time(self.delete_retry_at)
         if self.attempt:
             body["attempt"] = self.attempt
+        if self.generation:
+            body["generation"] = self.generation
         if self.refresh_from is not None:
             body["refresh-from"] = _format_time(self.refresh_from)
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
@@ -100,6 +106,7 @@ def parse_marker(extended_state: str) -> Marker | None:
         return None
     config = fields.get("config")
     application = fields.get("application")
+    generation = fields.get("generation")
     return Marker(
         logical=logical,
         config=config if isinstance(config, str) else "",
@@ -110,6 +117,7 @@ def parse_marker(extended_state: str) -> Marker | None:
         delete_retry_at=_parse_time(fields.get("delete-retry-at")),
         attempt=_count(fields.get("attempt")),
         refresh_from=_parse_time(fields.get("refresh-from")),
+        generation=generation if isinstance(generation, str) else "",
     )
 
 

@@ -1,33 +1,30 @@
-"""Scale-set names: the live name a spec should have, and which family an observed name is in.
+"""Scale-set names: the live name a spec's scale set has in GARM, within the provider's budget.
 
 A spec's **logical name** is what the operator configured. GARM cannot change a scale set's
 labels, provider or entity in place, so a change to any of them is made by creating a new scale
-set beside the old one. The new one's **live name** is a pure function of the spec:
+set beside the old one (docs/adr/0031-live-names-within-the-provider-budget.md). The new one's
+**live name** is a pure function of the spec:
 
-    live name = <stem> "-" <8 hex characters of sha256(identity)>
+    live name = <stem> "-" <5 base-36 characters of sha256(logical, generation, attempt)>
 
-Normalisation rules:
+- **Budget.** GARM gives every scale-set runner the pool ID `<scale set name>-<entity uuid>`,
+  the OpenStack provider tags each server `garm-pool-id=<pool id>`, and Nova refuses a tag over
+  60 characters (garm-behaviour B46): a live name has at most `NAME_BUDGET` (10) characters.
+- **Stem.** The logical name cut to what the budget leaves (4 characters at 10), trailing
+  dashes dropped: the operator recognises the set; it does not make the name unique.
+- **Generation.** The fields GARM cannot change in place, normalised: the labels (stripped,
+  lower-cased, de-duplicated, sorted), the provider name (stripped; GARM's provider names are
+  case-sensitive) and the entity (kind and lower-cased name). `GPU, x64 ` and `x64,gpu` are the
+  same. Its 16-hex hash (`generation_key`) is what the marker records, so a pass never trusts
+  a 5-character hash to say which generation a scale set is.
+- **Attempt.** A further attempt at the same generation (GitHub dropped labels, GitHub dropped
+  the set, or the name is held by a scale set that is not this generation's) adds `attempt` to
+  the hash: a distinct name of the same shape. Attempt 0 is left out of the hash.
+- **Alphabet.** `[a-z0-9-]` only: GARM puts names into query strings unescaped.
 
-- Labels: each label is stripped and lower-cased; empty labels are dropped; the set is
-  de-duplicated and sorted. `GPU, x64 ` and `x64,gpu` are the same label set.
-- Provider: the provider name, stripped (GARM's provider names are case-sensitive).
-- Entity: the kind (`repositories`, `organizations`, `enterprises`) and the name (`owner/repo`
-  or `org`), lower-cased (GitHub names are case-insensitive).
-- Identity: the canonical JSON (sorted keys, no spaces) of those three, hashed with sha256.
-- Attempt: a further attempt at the same identity (GitHub dropped labels and may accept them
-  now, or still holds a scale set of the first name) adds `"attempt": n` to the identity, so
-  its name is distinct and still `<stem>-<8 hex>`; the marker records the attempt.
-- Names: a logical name must match `[a-z0-9]([a-z0-9-]*[a-z0-9])?` (GARM puts names into query
-  strings unescaped, so nothing else is safe).
-- Length: the live name is at most `max_length` characters (default 64). When
-  `logical + "-" + 8 hex` would be longer, the stem is the logical name cut to fit, then `-` and
-  6 hex characters of sha256(logical name): two long names that share a prefix never collide.
-  Otherwise the stem is the logical name itself.
-
-A spec's **family** is every observed scale set named `<stem>-<8 hex>`, `<stem>` or `<logical>`.
-When one name could belong to several specs (spec `a` and spec `a-1234abcd`), the order is:
-a spec's exact live name first, then an exact `<stem>`/`<logical>` match, then the generation
-pattern `<stem>-<8 hex>`. So the longer, more specific logical name wins, deterministically.
+The hash is 5 characters of base 36: 36**5, about 60 million names per stem. Two names can
+collide; the planner never relies on them not to: a name held by any scale set that is not this
+generation's own is skipped for the next attempt (`plan`).
 """
 
 from __future__ import annotations
@@ -35,91 +32,80 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from garm_api.models import EntityKind, normalise_labels
 from scaleset_reconciler.spec import ScalesetSpec
 
-DEFAULT_MAX_LENGTH = 64
-HASH_LENGTH = 8
-STEM_HASH_LENGTH = 6
-# Room for the cut stem's own hash and the generation hash, with their dashes.
-MIN_MAX_LENGTH = 1 + 1 + STEM_HASH_LENGTH + 1 + HASH_LENGTH
+# garm-behaviour B46: the OpenStack provider's pool tag, Nova's tag limit, the entity UUID GARM
+# appends to the scale set's name in the pool ID.
+NOVA_TAG_LIMIT = 60
+POOL_TAG_PREFIX = "garm-pool-id="
+ENTITY_ID_LENGTH = 36
+NAME_BUDGET = NOVA_TAG_LIMIT - len(POOL_TAG_PREFIX) - len("-") - ENTITY_ID_LENGTH
+HASH_LENGTH = 5
+# A stem of at least one character, its dash and the hash.
+MIN_BUDGET = 1 + 1 + HASH_LENGTH
+GENERATION_KEY_LENGTH = 16
 
+_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _LOGICAL_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
-_GENERATION_SUFFIX = re.compile(r"-[0-9a-f]{8}")
+_LIVE_NAME = re.compile(rf"(?P<stem>[a-z0-9-]+)-[a-z0-9]{{{HASH_LENGTH}}}")
 
 
-def live_name(spec: ScalesetSpec, max_length: int = DEFAULT_MAX_LENGTH, attempt: int = 0) -> str:
-    """Return the name the scale set for `spec` has in GARM (see the module docstring).
+def live_name(spec: ScalesetSpec, budget: int = NAME_BUDGET, attempt: int = 0) -> str:
+    """Return the name attempt `attempt` at the spec's scale set has in GARM.
 
     Raises:
-        ValueError: the logical name is not a valid name or `max_length` leaves no room.
+        ValueError: the logical name is not a valid name or `budget` leaves no room.
     """
     return name_for(
         spec.name,
-        labels=spec.labels,
-        provider_name=spec.provider_name,
-        entity_kind=spec.entity.kind,
-        entity_name=spec.entity.name,
-        max_length=max_length,
+        generation_key(spec.labels, spec.provider_name, spec.entity.kind, spec.entity.name),
+        budget=budget,
         attempt=attempt,
     )
 
 
-def name_for(
-    logical: str,
-    *,
-    labels: Iterable[str],
-    provider_name: str,
-    entity_kind: EntityKind,
-    entity_name: str,
-    max_length: int = DEFAULT_MAX_LENGTH,
-    attempt: int = 0,
+def name_for(logical: str, generation: str, *, budget: int = NAME_BUDGET, attempt: int = 0) -> str:
+    """Return the live name of a logical name's generation (`generation_key`) at `attempt`."""
+    identity: dict[str, object] = {"generation": generation, "logical": logical}
+    if attempt:
+        identity["attempt"] = attempt
+    text = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return f"{stem(logical, budget)}-{_base36(int.from_bytes(digest, 'big'))}"
+
+
+def generation_key(
+    labels: Iterable[str], provider_name: str, entity_kind: EntityKind, entity_name: str
 ) -> str:
-    """Return the live name for a logical name and the fields GARM cannot change in place."""
-    identity = identity_hash(labels, provider_name, entity_kind, entity_name, attempt)
-    return f"{stem(logical, max_length)}-{identity}"
-
-
-def identity_hash(
-    labels: Iterable[str],
-    provider_name: str,
-    entity_kind: EntityKind,
-    entity_name: str,
-    attempt: int = 0,
-) -> str:
-    """Return 8 hex characters of sha256 over the normalised labels, provider and entity.
-
-    `attempt` > 0 names a further attempt at the same scale set, when the first name cannot be
-    used (GitHub dropped labels, or still holds a scale set of that name); attempt 0 is not in
-    the hash, so the first name stays what it always was.
-    """
-    identity: dict[str, object] = {
+    """Return 16 hex characters of sha256 over what GARM cannot change in place, normalised."""
+    generation = {
         "entity": f"{entity_kind.value}:{entity_name.strip().lower()}",
         "labels": sorted(normalise_labels(labels)),
         "provider": provider_name.strip(),
     }
-    if attempt:
-        identity["attempt"] = attempt
-    return _sha256(json.dumps(identity, sort_keys=True, separators=(",", ":")))[:HASH_LENGTH]
+    text = json.dumps(generation, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:GENERATION_KEY_LENGTH]
 
 
-def stem(logical: str, max_length: int = DEFAULT_MAX_LENGTH) -> str:
-    """Return the part of the live name before the generation hash.
+def spec_generation(spec: ScalesetSpec) -> str:
+    """Return the spec's `generation_key`."""
+    return generation_key(spec.labels, spec.provider_name, spec.entity.kind, spec.entity.name)
+
+
+def stem(logical: str, budget: int = NAME_BUDGET) -> str:
+    """Return the part of the live name before the hash: the logical name, cut to fit.
 
     Raises:
-        ValueError: the logical name is not a valid name or `max_length` leaves no room.
+        ValueError: the logical name is not a valid name or `budget` leaves no room.
     """
     if not is_valid_logical_name(logical):
         raise ValueError(f"invalid scale set name {logical!r}: use [a-z0-9-]")
-    if max_length < MIN_MAX_LENGTH:
-        raise ValueError(f"the maximum name length must be at least {MIN_MAX_LENGTH}")
-    room = max_length - 1 - HASH_LENGTH
-    if len(logical) <= room:
-        return logical
-    cut = logical[: room - 1 - STEM_HASH_LENGTH].rstrip("-")
-    return f"{cut}-{_sha256(logical)[:STEM_HASH_LENGTH]}"
+    if budget < MIN_BUDGET:
+        raise ValueError(f"the name budget must be at least {MIN_BUDGET} characters")
+    return logical[: budget - 1 - HASH_LENGTH].rstrip("-")
 
 
 def is_valid_logical_name(name: str) -> bool:
@@ -127,46 +113,15 @@ def is_valid_logical_name(name: str) -> bool:
     return _LOGICAL_NAME.fullmatch(name) is not None
 
 
-class FamilyIndex:
-    """Maps observed scale-set names to the logical name of the spec whose family they are in.
-
-    Built once per pass from the specs' stems and live names; each lookup is O(1), so grouping
-    N scale sets costs O(N) however many specs there are.
-    """
-
-    def __init__(self, live_names: Mapping[str, str], stems: Mapping[str, str]) -> None:
-        """Build the index.
-
-        Args:
-            live_names: live name -> logical name, one entry per spec.
-            stems: logical name -> its stem, one entry per spec.
-        """
-        self._live = dict(live_names)
-        bare: dict[str, str] = {}
-        for logical, spec_stem in stems.items():
-            bare.setdefault(spec_stem, logical)
-        # An exact logical name beats another spec's cut stem that happens to spell it.
-        for logical in stems:
-            bare[logical] = logical
-        self._bare = bare
-        self._stems = {spec_stem: logical for logical, spec_stem in stems.items()}
-
-    def live_owner(self, name: str) -> str | None:
-        """Return the logical name whose live name is `name`, or None."""
-        return self._live.get(name)
-
-    def owner(self, name: str) -> str | None:
-        """Return the logical name whose family `name` is in, or None."""
-        by_live = self._live.get(name)
-        if by_live is not None:
-            return by_live
-        by_bare = self._bare.get(name)
-        if by_bare is not None:
-            return by_bare
-        if len(name) > HASH_LENGTH + 1 and _GENERATION_SUFFIX.fullmatch(name[-HASH_LENGTH - 1 :]):
-            return self._stems.get(name[: -HASH_LENGTH - 1])
-        return None
+def stem_of(name: str) -> str | None:
+    """Return the stem of a name shaped like a live name (`<stem>-<5 base 36>`), else None."""
+    shaped = _LIVE_NAME.fullmatch(name)
+    return shaped.group("stem") if shaped is not None else None
 
 
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def _base36(number: int) -> str:
+    digits: list[str] = []
+    for _ in range(HASH_LENGTH):
+        number, digit = divmod(number, len(_ALPHABET))
+        digits.append(_ALPHABET[digit])
+    return "".join(digits)

@@ -24,10 +24,12 @@ from garm_api.models import (
 )
 from scaleset_reconciler.marker import Marker, config_hash, parse_marker, serves
 from scaleset_reconciler.naming import (
-    DEFAULT_MAX_LENGTH,
-    FamilyIndex,
+    NAME_BUDGET,
+    generation_key,
     is_valid_logical_name,
     name_for,
+    spec_generation,
+    stem_of,
 )
 from scaleset_reconciler.naming import live_name as spec_live_name
 from scaleset_reconciler.naming import stem as spec_stem
@@ -82,7 +84,8 @@ class ReconcileSettings:
         label_retry: how long after creating a scale set GitHub dropped labels of the charm
             tries again with a new one (a further attempt); the wait doubles with each attempt,
             up to `MAX_LABEL_RETRY`.
-        max_name_length: the longest live name the charm creates.
+        name_budget: the longest live name the charm creates (`naming.NAME_BUDGET`, what the
+            OpenStack provider's server tags leave: garm-behaviour B46).
         refresh_surge: how many replacement runners a rolling refresh boots at a time per
             scale set (ADR 0022).
         runner_stuck_timeout: how long a live scale set's runner may stay in a state that is
@@ -94,7 +97,7 @@ class ReconcileSettings:
     drain_timeout: datetime.timedelta = datetime.timedelta(hours=7)
     handover_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
     label_retry: datetime.timedelta = datetime.timedelta(minutes=15)
-    max_name_length: int = DEFAULT_MAX_LENGTH
+    name_budget: int = NAME_BUDGET
     refresh_surge: int = DEFAULT_SURGE
     runner_stuck_timeout: datetime.timedelta | None = None
 
@@ -191,10 +194,11 @@ Action = (
 
 @dataclasses.dataclass(frozen=True)
 class SpecEntry:
-    """A spec that passed validation, with its live name."""
+    """A spec that passed validation, its generation (`naming.generation_key`) and first name."""
 
     spec: ScalesetSpec
     live_name: str
+    generation: str
 
 
 @dataclasses.dataclass
@@ -205,24 +209,19 @@ class Prepared:
     rejected: list[SpecReport]
     warnings: list[str]
     configured_names: frozenset[str]
-    index: FamilyIndex
-    max_name_length: int
+    budget: int
 
 
 def prepare(specs: Sequence[ScalesetSpec], settings: ReconcileSettings) -> Prepared:
-    """Validate specs, drop duplicates (the first wins) and compute live names.
+    """Validate specs, drop duplicates (the first wins) and compute their first live names.
 
     A name several applications publish is refused for all of them (`ownership`).
     """
     unique, warnings, contested = one_spec_per_name(specs)
     entries: list[SpecEntry] = []
     rejected: list[SpecReport] = list(contested)
-    taken: dict[str, str] = {}
     for spec in unique:
         problems = validate_spec(spec, settings)
-        live = "" if problems else spec_live_name(spec, settings.max_name_length)
-        if live in taken:
-            problems.append(f"its name {live!r} is also the name of {taken[live]!r}")
         if problems:
             rejected.append(
                 SpecReport(
@@ -234,14 +233,10 @@ def prepare(specs: Sequence[ScalesetSpec], settings: ReconcileSettings) -> Prepa
                 )
             )
             continue
-        taken[live] = spec.name
-        entries.append(SpecEntry(spec, live))
-    index = FamilyIndex(
-        {entry.live_name: entry.spec.name for entry in entries},
-        {e.spec.name: spec_stem(e.spec.name, settings.max_name_length) for e in entries},
-    )
+        live = spec_live_name(spec, settings.name_budget)
+        entries.append(SpecEntry(spec, live, spec_generation(spec)))
     names = frozenset(spec.name for spec in specs)
-    return Prepared(entries, rejected, warnings, names, index, settings.max_name_length)
+    return Prepared(entries, rejected, warnings, names, settings.name_budget)
 
 
 def validate_spec(spec: ScalesetSpec, settings: ReconcileSettings) -> list[str]:
@@ -254,7 +249,7 @@ def validate_spec(spec: ScalesetSpec, settings: ReconcileSettings) -> list[str]:
         problems.append("no repository or organization is set")
     try:
         if not problems:
-            spec_live_name(spec, settings.max_name_length)
+            spec_live_name(spec, settings.name_budget)
     except ValueError as error:
         problems.append(str(error))
     return problems
@@ -284,13 +279,17 @@ def desired_create(spec: ScalesetSpec, name: str) -> ScaleSetCreate:
 
 @dataclasses.dataclass(frozen=True)
 class Member:
-    """An observed scale set the charm owns (or may adopt), with its marker if it has one."""
+    """An observed scale set the charm owns (or may adopt), with its marker if it has one.
+
+    `attempt` and `generation` say which attempt at which generation it is: from the marker,
+    or for an adopted unmarked one from its name (`naming`); "" for a marker of a charm
+    version before short names.
+    """
 
     scaleset: ScaleSet
     marker: Marker | None
-    # Which attempt at its spec's name it is: from the marker, or for an adopted unmarked one
-    # from its name.
     attempt: int = 0
+    generation: str = ""
 
 
 @dataclasses.dataclass
@@ -306,118 +305,115 @@ class Family:
 
 @dataclasses.dataclass
 class Grouping:
-    """Every observed scale set sorted into families, orphans and hand-made ones."""
+    """Every observed scale set sorted into families, orphans and hand-made ones.
+
+    `taken` is every name GARM shows: a create never takes one (`naming`).
+    """
 
     families: dict[str, Family]
     orphans: list[Member]
+    taken: frozenset[str] = frozenset()
 
 
 def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
     """Sort observed scale sets into the specs' families and the charm's orphans.
 
-    A spec's live name is always its own unless its marker names another application; a scale
-    set carrying this charm's marker belongs to the spec the marker names if the spec claims
-    it (`ownership.claims`), else it is held by its owner and an orphan (swept only when every
-    configurator is readable); an orphan too if no spec has that name; an unmarked scale set
-    whose name is in a family is adopted only if its name is the one the charm would have
-    given it (it was created just before a marker could be written); anything else is
-    hand-made and left alone.
+    A scale set carrying this charm's marker is in the family of the spec its marker names if
+    that spec claims it (`ownership.claims`); else it is held by its owner and an orphan (swept
+    only when every configurator is readable); an orphan too if no spec has that name. An
+    unmarked scale set is adopted only if its name is one the charm would have given it (it
+    was created just before a marker could be written); anything else is hand-made and left
+    alone. Each family's live scale set is its latest attempt at the spec's generation, named
+    as that attempt is named; every other member is a predecessor.
     """
     families = {entry.spec.name: Family() for entry in prepared.entries}
     specs = {entry.spec.name: entry.spec for entry in prepared.entries}
-    orphans: list[Member] = []
-    for scaleset in sorted(scalesets, key=lambda s: s.id):
-        marker = parse_marker(scaleset.extended_state)
-        member = Member(scaleset, marker, marker.attempt if marker is not None else 0)
-        owner = prepared.index.owner(scaleset.name)
-        family = families.get(owner) if owner is not None else None
-        is_live = prepared.index.live_owner(scaleset.name) is not None
-        if (
-            family is not None
-            and family.live is None
-            and is_live
-            and _live_claim(owner, specs, member)
-        ):
-            family.live = member
-        elif member.marker is not None:
-            _place_marked(member, member.marker, prepared, (families, specs), orphans)
-        elif family is not None and owner is not None:
-            _place_unmarked(member, specs[owner], family, prepared.max_name_length)
+    by_stem: dict[str, list[ScalesetSpec]] = {}
     for entry in prepared.entries:
-        _promote_latest_attempt(families[entry.spec.name], entry.spec, prepared.max_name_length)
-    return Grouping(families, orphans)
-
-
-def _promote_latest_attempt(family: Family, spec: ScalesetSpec, max_length: int) -> None:
-    """The live scale set is the latest attempt at the spec's name; earlier ones go."""
-    attempts = [m for m in family.predecessors if _is_attempt_of(m, spec, max_length)]
-    if not attempts:
-        return
-    latest = max(attempts, key=lambda member: member.attempt)
-    family.predecessors.remove(latest)
-    if family.live is not None:
-        family.predecessors.append(family.live)
-        family.predecessors.sort(key=lambda member: member.scaleset.id)
-    family.live = latest
-
-
-def _is_attempt_of(member: Member, spec: ScalesetSpec, max_length: int) -> bool:
-    attempt = member.attempt
-    return bool(attempt) and member.scaleset.name == spec_live_name(spec, max_length, attempt)
-
-
-def _live_claim(owner: str | None, specs: Mapping[str, ScalesetSpec], member: Member) -> bool:
-    """Whether the spec whose live name the member has claims it (its marker may say not)."""
-    return owner is not None and claims(specs[owner], member.scaleset, member.marker)
+        by_stem.setdefault(spec_stem(entry.spec.name, prepared.budget), []).append(entry.spec)
+    grouping = Grouping(families, [])
+    listed = sorted(scalesets, key=lambda s: s.id)
+    for scaleset in listed:
+        marker = parse_marker(scaleset.extended_state)
+        if marker is not None:
+            member = Member(scaleset, marker, marker.attempt, marker.generation)
+            _place_marked(member, marker, prepared, specs, grouping)
+        else:
+            candidates = by_stem.get(stem_of(scaleset.name) or "", [])
+            _place_unmarked(scaleset, candidates, families, prepared.budget)
+    for entry in prepared.entries:
+        _choose_live(families[entry.spec.name], entry, prepared.budget)
+    grouping.taken = frozenset(scaleset.name for scaleset in listed)
+    return grouping
 
 
 def _place_marked(
     member: Member,
     marker: Marker,
     prepared: Prepared,
-    by_name: tuple[Mapping[str, Family], Mapping[str, ScalesetSpec]],
-    orphans: list[Member],
+    specs: Mapping[str, ScalesetSpec],
+    grouping: Grouping,
 ) -> None:
-    families, specs = by_name
-    family = families.get(marker.logical)
+    family = grouping.families.get(marker.logical)
     if family is not None and claims(specs[marker.logical], member.scaleset, marker):
         family.predecessors.append(member)
     elif family is not None:
         # Another configurator's: an orphan only once every configurator is readable.
         family.held.append((member.scaleset.name, holder(marker)))
-        orphans.append(member)
+        grouping.orphans.append(member)
     elif marker.logical not in prepared.configured_names:
-        orphans.append(member)
+        grouping.orphans.append(member)
     # Otherwise its spec exists but was rejected this pass: leave the family as it is.
 
 
 def _place_unmarked(
-    member: Member, spec: ScalesetSpec, family: Family, max_name_length: int
+    scaleset: ScaleSet,
+    candidates: Sequence[ScalesetSpec],
+    families: Mapping[str, Family],
+    budget: int,
 ) -> None:
     """Adopt a scale set created just before its marker could be written; else leave it alone.
 
-    Its name is the one the charm gives its labels, or a further attempt at the spec's name.
+    Its name is one the charm gives an attempt at the spec's generation, or at the generation
+    of the scale set's own labels (the spec changed since), on the spec's entity and provider.
     """
-    scaleset = member.scaleset
-    if not claims(spec, scaleset, None):
-        family.foreign.append(scaleset.name)
-        return
-    own_name = name_for(
-        spec.name,
-        labels=scaleset.labels,
-        provider_name=scaleset.provider_name,
-        entity_kind=scaleset.entity_kind,
-        entity_name=scaleset.entity_name,
-        max_length=max_name_length,
-    )
-    if own_name == scaleset.name:
-        family.predecessors.append(member)
-        return
-    for attempt in range(1, MAX_ADOPTED_ATTEMPT + 1):
-        if scaleset.name == spec_live_name(spec, max_name_length, attempt):
-            family.predecessors.append(dataclasses.replace(member, attempt=attempt))
+    for spec in candidates:
+        found = _adoptable(spec, scaleset, budget)
+        if found is not None and claims(spec, scaleset, None):
+            attempt, generation = found
+            families[spec.name].predecessors.append(
+                Member(scaleset, None, attempt=attempt, generation=generation)
+            )
             return
-    family.foreign.append(scaleset.name)
+    for spec in candidates:
+        families[spec.name].foreign.append(scaleset.name)
+
+
+def _adoptable(spec: ScalesetSpec, scaleset: ScaleSet, budget: int) -> tuple[int, str] | None:
+    own = generation_key(
+        scaleset.labels, scaleset.provider_name, scaleset.entity_kind, scaleset.entity_name
+    )
+    for generation in dict.fromkeys((spec_generation(spec), own)):
+        for attempt in range(MAX_ADOPTED_ATTEMPT + 1):
+            if scaleset.name == name_for(spec.name, generation, budget=budget, attempt=attempt):
+                return attempt, generation
+    return None
+
+
+def _choose_live(family: Family, entry: SpecEntry, budget: int) -> None:
+    """The live scale set is the latest attempt at the spec's generation; earlier ones go."""
+    current = [m for m in family.predecessors if _is_attempt_at(m, entry, budget)]
+    if not current:
+        return
+    live = max(current, key=lambda member: (member.attempt, member.scaleset.id))
+    family.predecessors.remove(live)
+    family.live = live
+
+
+def _is_attempt_at(member: Member, entry: SpecEntry, budget: int) -> bool:
+    """Whether `member` is an attempt at the entry's generation, named as that attempt is."""
+    name = name_for(entry.spec.name, entry.generation, budget=budget, attempt=member.attempt)
+    return member.generation == entry.generation and member.scaleset.name == name
 
 
 # What else to observe -------------------------------------------------------------------------
@@ -614,6 +610,8 @@ class _Context:
     observed: Observed
     # Every configurator is readable: a scale set another one holds is an orphan, not a claim.
     sweep_orphans: bool = False
+    # Every name GARM shows, and those this pass's creates take: a create never reuses one.
+    taken: set[str] = dataclasses.field(default_factory=set[str])
 
 
 def plan(
@@ -626,7 +624,7 @@ def plan(
     sweep_orphans: bool,
 ) -> Plan:
     """Decide every action of the pass from the specs and what GARM shows."""
-    context = _Context(now, settings, observed, sweep_orphans)
+    context = _Context(now, settings, observed, sweep_orphans, set(grouping.taken))
     report = ReconcileReport(warnings=list(prepared.warnings))
     actions: list[Action] = []
     for entry in prepared.entries:
@@ -737,9 +735,9 @@ def _plan_create(
         report.message = missing
         report.warnings.append(missing)
         return report, []
-    actions: list[Action] = [
-        create_action(spec, entity.kind, entity.id, 0, context.settings.max_name_length)
-    ]
+    create = create_action(entry, entity.kind, entity.id, 0, context)
+    report.live_name = create.params.name
+    actions: list[Action] = [create]
     # Serving predecessors wait for the new one; retired ones go on draining meanwhile.
     for member in family.predecessors:
         predecessor, retire_actions = plan_retirement(
@@ -752,27 +750,46 @@ def _plan_create(
 
 
 def create_action(
-    spec: ScalesetSpec, kind: EntityKind, entity_id: str, attempt: int, max_length: int
+    entry: SpecEntry, kind: EntityKind, entity_id: str, first: int, context: _Context
 ) -> CreateAction:
-    """Create attempt `attempt` at the spec's scale set, with the next names to fall back on."""
-    spares = tuple(
-        (spec_live_name(spec, max_length, n), n)
-        for n in range(attempt + 1, attempt + 1 + SPARE_NAMES)
-    )
+    """Create the spec's generation under its first free name from attempt `first` on.
+
+    A name GARM shows (another spec's or application's scale set, a hand-made one, an earlier
+    generation's whose hash collides) is never taken: the next attempt's name is tried. The
+    next free names are the spares, for a name GitHub still holds that GARM does not show.
+    """
+    spec = entry.spec
+    names = _free_names(entry, first, context)
+    (name, attempt), spares = names[0], names[1:]
     return CreateAction(
         owner=spec.name,
         entity_kind=kind,
         entity_id=entity_id,
-        params=desired_create(spec, spec_live_name(spec, max_length, attempt)),
+        params=desired_create(spec, name),
         template_name=spec.template_name,
         marker=Marker(
             logical=spec.name,
             config=config_hash(spec),
             attempt=attempt,
             application=spec.application,
+            generation=entry.generation,
         ),
-        spares=spares,
+        spares=tuple(spares),
     )
+
+
+def _free_names(entry: SpecEntry, first: int, context: _Context) -> list[tuple[str, int]]:
+    """The first name and the spares, each a (name, attempt) no scale set has; now taken."""
+    names: list[tuple[str, int]] = []
+    budget = context.settings.name_budget
+    attempt = first
+    while len(names) < 1 + SPARE_NAMES:
+        name = name_for(entry.spec.name, entry.generation, budget=budget, attempt=attempt)
+        if name not in context.taken:
+            names.append((name, attempt))
+            context.taken.add(name)
+        attempt += 1
+    return names
 
 
 def _create_prerequisites(spec: ScalesetSpec, observed: Observed) -> tuple[Entity | None, str]:
@@ -830,6 +847,7 @@ def live_update(
         attempt=live.attempt,
         application=spec.application,
         refresh_from=refresh_from,
+        generation=live.generation,
     )
     if wanted_marker != marker:
         fields["extended_state"] = wanted_marker.render()
@@ -1002,13 +1020,8 @@ def _plan_label_retry(
         report.status += f"; retry {clock_time(retry_at)}"
         return None
     report.message += "; trying again under a new name"
-    scaleset = live.scaleset
     return create_action(
-        spec,
-        scaleset.entity_kind,
-        scaleset.entity_id,
-        attempt + 1,
-        context.settings.max_name_length,
+        entry, live.scaleset.entity_kind, live.scaleset.entity_id, attempt + 1, context
     )
 
 
@@ -1029,28 +1042,20 @@ def _plan_github_recreate(
         "too long?); creating it again under a new name"
     )
     report.warnings.append(report.message)
-    scaleset = live.scaleset
     return create_action(
-        entry.spec,
-        scaleset.entity_kind,
-        scaleset.entity_id,
-        live.attempt + 1,
-        context.settings.max_name_length,
+        entry, live.scaleset.entity_kind, live.scaleset.entity_id, live.attempt + 1, context
     )
 
 
 def _redundant_attempt(
     spec: ScalesetSpec, member: Member, live: Member, context: _Context
 ) -> bool:
-    """Whether `member`, an earlier attempt at the same name, serves nothing the live one lacks.
+    """Whether `member`, an earlier attempt at the live generation, serves nothing it lacks.
 
     An attempt GitHub dropped labels of is replaced by the next attempt once that one serves
     at least its labels, so failed attempts never pile up while the spec waits for GitHub.
     """
-    max_length = context.settings.max_name_length
-    same = member.scaleset.name == spec_live_name(spec, max_length) or _is_attempt_of(
-        member, spec, max_length
-    )
+    same = bool(member.generation) and member.generation == live.generation
     if not same or not member.scaleset.normalised_labels <= live.scaleset.normalised_labels:
         return False
     if not _serves(live) or context.now < _serves_at(live, context):
@@ -1094,7 +1099,9 @@ def plan_retirement(
     if marker is None or marker.retired_at is None:
         if not ready:
             return PredecessorReport(scaleset.name, scaleset.id, Phase.ACTIVE), []
-        base = marker or Marker(logical=logical)
+        base = marker or Marker(
+            logical=logical, attempt=member.attempt, generation=member.generation
+        )
         if application is not None:
             base = dataclasses.replace(base, application=application)
         retired = dataclasses.replace(base, retired_at=context.now)

@@ -33,6 +33,7 @@ from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.bootstrap import ADMIN_LABEL
 from relations import debug_ssh
+from scaleset_reconciler.marker import parse_marker
 
 CHARMCRAFT = Path(charm.__file__).resolve().parents[1] / "charmcraft.yaml"
 APPS = ("small", "large")
@@ -705,10 +706,16 @@ def _configurators(state: testing.State) -> list[testing.Relation]:
     ]
 
 
+def _logical(extended_state: str, name: str) -> str:
+    """The logical name the charm's marker records (live names are too short to tell it)."""
+    marker = parse_marker(extended_state)
+    return marker.logical if marker is not None else name
+
+
 def _garm_objects(sim: GarmSim) -> dict[str, Any]:
     """What GARM holds that the charm writes, by logical scale-set name; not runner states."""
     scalesets = {
-        scaleset.name.rsplit("-", 1)[0]: {
+        _logical(scaleset.extended_state, scaleset.name): {
             "id": scaleset.id,
             "name": scaleset.name,
             "enabled": scaleset.enabled,

@@ -7,10 +7,11 @@ from typing import Any
 
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
-from doubles.memory_garm import MemoryGarm
+from doubles.memory_garm import REPO_ID, MemoryGarm
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import list_scalesets
 from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.plan import desired_create
 
 NEW_LABELS = ("x64", "gpu")
 
@@ -83,3 +84,27 @@ def test_waiting_for_the_grace_says_when_the_new_set_serves():
         ("creating", True),
         ("active", True),
     ]
+
+
+def test_each_row_names_its_logical_name_and_configurator_from_the_marker():
+    """Arrange: `small` of configurator `cfg-small` converged, and a hand-made scale set.
+
+    Act: list. Assert: the charm's row names `small` and `cfg-small` beside its 10-character
+    live name; the hand-made one's are null.
+    """
+    garm = MemoryGarm()
+    spec = make_spec(application="cfg-small")
+    converge(garm, [spec])
+    garm.create_scaleset(spec.entity.kind, REPO_ID, desired_create(make_spec("hand"), "hand-made"))
+    desired = DesiredState(specs=(spec,))
+
+    rows = list_scalesets(
+        garm,  # pyright: ignore[reportArgumentType] - the scale-set calls are all it makes
+        desired,
+        now=garm.now,
+        settings=SETTINGS,
+    ).scalesets
+
+    owners = {row["name"]: (row["scaleset"], row["application"]) for row in rows}
+    assert owners == {live_name(spec): ("small", "cfg-small"), "hand-made": (None, None)}
+    assert len(live_name(spec)) == 10

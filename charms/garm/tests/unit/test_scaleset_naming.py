@@ -1,4 +1,4 @@
-"""Live names and family membership (scaleset_reconciler: naming, plan.group)."""
+"""Live names within the provider's budget, and family membership (naming, plan.group)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,16 @@ from scaleset_fixtures import make_spec
 from garm_api.models import EntityKind, ScaleSet
 from scaleset_reconciler.marker import Marker, config_hash, parse_marker
 from scaleset_reconciler.naming import (
-    FamilyIndex,
-    identity_hash,
+    ENTITY_ID_LENGTH,
+    NAME_BUDGET,
+    POOL_TAG_PREFIX,
+    generation_key,
     is_valid_logical_name,
     live_name,
+    name_for,
+    spec_generation,
     stem,
+    stem_of,
 )
 from scaleset_reconciler.plan import ReconcileSettings, group, prepare
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec
@@ -64,12 +69,32 @@ def listed(name: str, *, extended_state: str = "", labels: tuple[str, ...] = ("x
     return ScaleSet.from_wire(body)
 
 
-def test_live_name_is_logical_name_and_eight_hex():
-    """Arrange: a spec. Act: live_name. Assert: `<logical>-<8 hex>`, stable across calls."""
+def test_live_name_is_a_short_stem_and_five_base36_characters():
+    """Arrange: a spec. Act: live_name.
+
+    Assert: `<4 characters of the logical name>-<5 of [a-z0-9]>`, 10 characters, stable.
+    """
     name = live_name(spec())
 
-    assert re.fullmatch(r"small-[0-9a-f]{8}", name)
+    assert re.fullmatch(r"smal-[a-z0-9]{5}", name)
+    assert len(name) == NAME_BUDGET == 10
     assert live_name(spec()) == name
+
+
+def test_the_budget_is_what_novas_tag_limit_leaves_the_openstack_pool_tag():
+    """Arrange: GARM's pool ID `<name>-<entity uuid>` and the provider's tag (B46).
+
+    Act: the tag of the longest live name. Assert: exactly Nova's 60 characters; one more
+    character would be refused.
+    """
+    entity_id = "c35919a8-8f26-4fc5-ba84-a7386cbd45c8"
+    name = live_name(spec(name="a-long-logical-name-of-a-scale-set"))
+
+    tag = f"{POOL_TAG_PREFIX}{name}-{entity_id}"
+
+    assert len(entity_id) == ENTITY_ID_LENGTH
+    assert len(tag) == 60
+    assert len(f"{POOL_TAG_PREFIX}{name}x-{entity_id}") == 61
 
 
 def test_live_name_ignores_label_case_spaces_order_and_duplicates():
@@ -96,10 +121,19 @@ def test_live_name_changes_with_what_garm_cannot_change(change: dict[str, object
 
 @pytest.mark.parametrize(
     "change",
-    [{"image": "other"}, {"max_runners": 9}, {"extra_specs": {"a": 1}}, {"template_name": "t"}],
+    [
+        {"image": "other"},
+        {"max_runners": 9},
+        {"extra_specs": {"a": 1}},
+        {"template_name": "t"},
+        {"application": "another-app"},
+    ],
 )
 def test_live_name_ignores_mutable_fields(change: dict[str, object]):
-    """Arrange: a mutable change. Act: live_name. Assert: the same name (updated in place)."""
+    """Arrange: a mutable change, or another publishing application.
+
+    Act: live_name. Assert: the same name (updated in place; the marker says whose it is).
+    """
     assert live_name(dataclasses.replace(spec(), **change)) == live_name(spec())  # type: ignore[arg-type]
 
 
@@ -110,27 +144,26 @@ def test_entity_name_case_does_not_change_the_name():
     assert live_name(upper) == live_name(spec())
 
 
-def test_long_names_are_cut_and_never_collide():
-    """Arrange: two 80-character names sharing 70 characters. Act: live_name at 64.
+def test_names_that_share_a_stem_differ_by_their_hash():
+    """Arrange: logical names that share their first four characters. Act: live_name.
 
-    Assert: both fit in 64 characters of [a-z0-9-] and differ.
+    Assert: one stem, distinct names: the logical name is in the hash.
     """
-    common = "a" * 70
-    first = live_name(spec(name=common + "-first-one"), 64)
-    second = live_name(spec(name=common + "-second-on"), 64)
+    names = {live_name(spec(name=name)) for name in ("small", "smalt", "smal", "small-gpu")}
 
-    assert len(first) <= 64
-    assert len(second) <= 64
-    assert first != second
-    assert re.fullmatch(r"[a-z0-9-]+", first)
+    assert {name.split("-")[0] for name in names} == {"smal"}
+    assert len(names) == 4
 
 
-def test_name_that_fits_exactly_is_not_cut():
-    """Arrange: a 55-character name (55 + 9 = 64). Act: stem. Assert: unchanged."""
-    name = "b" * 55
-
-    assert stem(name, 64) == name
-    assert stem(name + "b", 64) != name + "b"
+@pytest.mark.parametrize(
+    ("logical", "expected"),
+    [("small", "smal"), ("ab", "ab"), ("a-b-c", "a-b"), ("abc-d", "abc"), ("a---b", "a")],
+)
+def test_the_stem_is_the_logical_name_cut_to_fit_without_trailing_dashes(
+    logical: str, expected: str
+):
+    """Arrange: a logical name. Act: stem at the budget. Assert: cut to 4, no dash at the end."""
+    assert stem(logical) == expected
 
 
 @pytest.mark.parametrize("name", ["Small", "a_b", "a.b", "-a", "a-", "", "a b", "ä"])
@@ -141,42 +174,55 @@ def test_invalid_logical_names_are_refused(name: str):
         live_name(spec(name=name))
 
 
-def test_family_index_prefers_live_then_exact_then_generation():
-    """Arrange: specs `a` and `a-b`, and `a-1234abcd` (a spec too).
+def test_a_further_attempt_has_a_distinct_name_of_the_same_shape_and_the_first_is_unchanged():
+    """Arrange: a spec. Act: name attempts 0, 1 and 2.
 
-    Act: owner of each name. Assert: the more specific logical name wins, live names first.
+    Assert: attempt 0 is the name without an attempt; each further one differs, same shape.
     """
-    index = FamilyIndex(
-        {"a-11111111": "a", "a-b-22222222": "a-b"},
-        {"a": "a", "a-b": "a-b", "a-1234abcd": "a-1234abcd"},
-    )
+    spec = make_spec()
 
-    assert index.owner("a-11111111") == "a"
-    assert index.owner("a-b-1234abcd") == "a-b"
-    assert index.owner("a-b-22222222") == "a-b"
-    assert index.owner("a-1234abcd") == "a-1234abcd"
-    assert index.owner("a-1234abcd-99999999") == "a-1234abcd"
-    assert index.owner("a-99999999") == "a"
-    assert index.owner("a-b") == "a-b"
-    assert index.owner("a-xyz") is None
-    assert index.owner("a-B-1234ABCD") is None
+    names = [live_name(spec, attempt=n) for n in range(3)]
+
+    assert names[0] == live_name(spec)
+    assert len(set(names)) == 3
+    assert all(re.fullmatch(r"smal-[a-z0-9]{5}", name) for name in names)
 
 
-def test_group_never_gives_a_spec_another_specs_generation():
-    """Arrange: specs `a` and `a-b`; marked generations of both and their live names.
+def test_the_smallest_budget_still_names_and_one_less_is_refused():
+    """Arrange: a long name. Act: stem at 7 (one character, a dash, 5) and at 6.
 
-    Act: group. Assert: each scale set lands in its own spec's family.
+    Assert: at 7 one character; at 6 the error names the least budget.
+    """
+    assert stem("a" * 20, 7) == "a"
+    assert len(live_name(spec(name="a" * 20), 7)) == 7
+    with pytest.raises(ValueError, match=r"^the name budget must be at least 7 characters$"):
+        stem("a" * 20, 6)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("smal-abc12", "smal"), ("a-b-00000", "a-b"), ("small", None), ("smal-ABC12", None)],
+)
+def test_stem_of_reads_only_names_shaped_as_live_names(name: str, expected: str | None):
+    """Arrange: names. Act: stem_of. Assert: the stem of `<stem>-<5 of [a-z0-9]>`, else None."""
+    assert stem_of(name) == expected
+
+
+def test_group_puts_each_scale_set_in_the_family_its_marker_names():
+    """Arrange: specs `a` and `a-b` (one stem), their live sets and marked earlier ones.
+
+    Act: group. Assert: each scale set is in its own spec's family, whatever its name looks
+    like; the live one of each is its current generation's.
     """
     specs = [spec("a"), spec("a-b", labels=("gpu",))]
     prepared = prepare(specs, ReconcileSettings())
     live_a, live_ab = (entry.live_name for entry in prepared.entries)
-    old_a = Marker("a", config_hash(specs[0])).render()
-    old_ab = Marker("a-b", config_hash(specs[1])).render()
+    gen_a, gen_ab = (spec_generation(s) for s in specs)
     observed = [
-        listed(live_a, labels=("x64", "linux")),
-        listed(live_ab, labels=("gpu",)),
-        listed("a-b-1234abcd", extended_state=old_ab),
-        listed("a-0000abcd", extended_state=old_a),
+        listed(live_a, labels=("x64", "linux"), extended_state=_marker("a", gen_a)),
+        listed(live_ab, labels=("gpu",), extended_state=_marker("a-b", gen_ab)),
+        listed("a-b-1234abcd", extended_state=Marker("a-b", config_hash(specs[1])).render()),
+        listed("a-0000abcd", extended_state=Marker("a", config_hash(specs[0])).render()),
     ]
 
     grouping = group(prepared, observed)
@@ -190,32 +236,53 @@ def test_group_never_gives_a_spec_another_specs_generation():
     assert [m.scaleset.name for m in family_ab.predecessors] == ["a-b-1234abcd"]
 
 
-def test_group_leaves_unmarked_lookalikes_alone_but_adopts_own_names():
-    """Arrange: unmarked lookalikes, a bare `small`, and an orphan of this charm.
+def test_a_set_named_as_the_live_name_is_live_only_with_the_generation_in_its_marker():
+    """Arrange: the spec's live name held by a marked set of another generation of the spec.
 
-    Arrange: an unmarked `small-<hash>` whose hash matches its labels, one whose does not,
-    a bare `small`, and a marked scale set of a spec that no longer exists.
-    Act: group. Assert: the self-consistent one is a predecessor, the others are foreign or
-    hand-made, the marked one is an orphan.
+    Act: group. Assert: a predecessor, not the live set: a 5-character hash is never trusted.
+    """
+    current = spec()
+    prepared = prepare([current], ReconcileSettings())
+    other = spec_generation(spec(labels=("arm64",)))
+    observed = [listed(live_name(current), extended_state=_marker("small", other))]
+
+    grouping = group(prepared, observed)
+
+    family = grouping.families["small"]
+    assert family.live is None
+    assert [m.scaleset.name for m in family.predecessors] == [live_name(current)]
+
+
+def test_group_leaves_unmarked_lookalikes_alone_but_adopts_own_names():
+    """Arrange: unmarked sets named for an earlier label set, at a further attempt; others.
+
+    The others: a lookalike, a bare `small`, an orphan of this charm and a hand-made one.
+    Act: group. Assert: the three the charm would have named are the spec's (the current one
+    live), the lookalike is foreign, the marked one an orphan, the rest left alone.
     """
     current = spec(labels=("gpu",))
     prepared = prepare([current], ReconcileSettings())
     earlier = live_name(spec(labels=("x64",)))
+    further = live_name(current, attempt=3)
     observed = [
         listed(earlier, labels=("x64",)),
-        listed("small-deadbeef", labels=("x64",)),
+        listed(further, labels=("gpu",)),
+        listed("smal-zzzzz", labels=("x64",)),
         listed("small", labels=("x64",)),
-        listed("gone-12345678", extended_state=Marker("gone").render()),
+        listed("gone-12345", extended_state=Marker("gone").render()),
         listed("hand-made"),
     ]
 
     grouping = group(prepared, observed)
 
     family = grouping.families["small"]
-    assert family.live is None
+    assert family.live is not None
+    assert (family.live.scaleset.name, family.live.attempt) == (further, 3)
     assert [m.scaleset.name for m in family.predecessors] == [earlier]
-    assert sorted(family.foreign) == ["small", "small-deadbeef"]
-    assert [m.scaleset.name for m in grouping.orphans] == ["gone-12345678"]
+    assert family.predecessors[0].generation == spec_generation(spec(labels=("x64",)))
+    assert family.foreign == ["smal-zzzzz"]
+    assert [m.scaleset.name for m in grouping.orphans] == ["gone-12345"]
+    assert grouping.taken == {s.name for s in observed}
 
 
 def test_marker_round_trips_and_ignores_foreign_extended_state():
@@ -231,6 +298,7 @@ def test_marker_round_trips_and_ignores_foreign_extended_state():
         delete_failures=2,
         delete_retry_at=listed("x").updated_at,
         attempt=3,
+        generation="0123456789abcdef",
     )
 
     assert parse_marker(marker.render()) == marker
@@ -241,51 +309,22 @@ def test_marker_round_trips_and_ignores_foreign_extended_state():
     assert parse_marker("[1, 2]") is None
 
 
-def test_a_further_attempt_has_a_distinct_name_in_the_family_and_the_first_is_unchanged():
-    """Arrange: a spec. Act: name attempts 0, 1 and 2.
+def test_name_for_is_live_name_of_the_specs_generation():
+    """Arrange: the fixture spec. Act: name_for with its generation key, and live_name.
 
-    Assert: attempt 0 is the name as it always was; each further attempt differs, and all are
-    `<logical>-<8 hex>`, so they are in the spec's family.
+    Assert: the same name at each attempt.
     """
-    spec = make_spec()
+    current = spec()
+    generation = generation_key(
+        ("x64", "linux"), "lxd", EntityKind.REPOSITORY, "fake-org/fake-repo"
+    )
 
-    names = [live_name(spec, attempt=n) for n in range(3)]
-
-    assert names[0] == live_name(spec)
-    assert len(set(names)) == 3
-    assert all(re.fullmatch(r"small-[0-9a-f]{8}", name) for name in names)
-
-
-def test_identity_hash_of_the_first_attempt_is_pinned():
-    """Arrange: the fixture spec's labels, provider and entity. Act: identity_hash by default.
-
-    Assert: the hash of the first attempt, as in the spec's pinned live name `small-9d329121`.
-    """
-    hashed = identity_hash(("x64", "linux"), "lxd", EntityKind.REPOSITORY, "fake-org/fake-repo")
-
-    assert hashed == "9d329121"
+    assert generation == spec_generation(current)
+    for attempt in range(3):
+        assert name_for("small", generation, attempt=attempt) == live_name(
+            current, attempt=attempt
+        )
 
 
-def test_the_shortest_maximum_length_still_names_and_one_less_is_refused():
-    """Arrange: a 20-character name. Act: stem at 17 (the least) and at 16.
-
-    Assert: at 17 one character, a dash and 6 hex; at 16 the error names the least maximum.
-    """
-    assert stem("a" * 20, 17) == "a-42492d"
-    with pytest.raises(ValueError, match=r"^the maximum name length must be at least 17$"):
-        stem("a" * 20, 16)
-
-
-def test_family_index_edges():
-    """Arrange: indexes with a cut stem, a live name spelling another spec's name, and `a`.
-
-    Act: owner. Assert: a set named exactly a cut stem is that spec's; a live name wins over
-    an exact logical name; a non-hex suffix of 8 characters is in no family.
-    """
-    long_name = "a" * 70
-    cut_only = FamilyIndex({}, {long_name: stem(long_name)})
-    live_first = FamilyIndex({"a-1234abcd": "a"}, {"a": "a", "a-1234abcd": "a-1234abcd"})
-
-    assert cut_only.owner(stem(long_name)) == long_name
-    assert live_first.owner("a-1234abcd") == "a"
-    assert FamilyIndex({}, {"a": "a"}).owner("a-xxxxxxxx") is None
+def _marker(logical: str, generation: str, attempt: int = 0) -> str:
+    return Marker(logical, "c", generation=generation, attempt=attempt).render()

@@ -18,7 +18,7 @@ from scaleset_fixtures import make_spec
 from doubles.memory_garm import REPO_ID, go_time
 from garm_api.models import Entity, EntityKind, Instance, ScaleSet, ScaleSetCreate, ScaleSetUpdate
 from scaleset_reconciler.marker import Marker, config_hash
-from scaleset_reconciler.naming import live_name, name_for, stem
+from scaleset_reconciler.naming import live_name, name_for, spec_generation
 from scaleset_reconciler.plan import (
     CreateAction,
     DeleteAction,
@@ -44,7 +44,7 @@ NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
 LONG_AGO = NOW - datetime.timedelta(hours=1)
 SETTINGS = ReconcileSettings()
 SPEC = make_spec()
-LIVE = live_name(SPEC)  # small-9d329121
+LIVE = live_name(SPEC)  # smal-x1br2
 OLD_LABELS = ("x64",)
 OLD = live_name(make_spec(labels=OLD_LABELS))
 REPO = Entity.from_wire(
@@ -106,8 +106,9 @@ def listed(
 
 
 def marked(spec: ScalesetSpec = SPEC, **fields: Any) -> Marker:
-    """The marker the charm writes for `spec`, with `fields` set."""
-    return Marker(logical=spec.name, config=config_hash(spec), **fields)
+    """The marker the charm writes for `spec` (its generation), with `fields` set."""
+    values: dict[str, Any] = {"generation": spec_generation(spec), **fields}
+    return Marker(logical=spec.name, config=config_hash(spec), **values)
 
 
 def runner(scaleset_id: int, status: str, runner_status: str, name: str = "garm-r1") -> Instance:
@@ -170,27 +171,83 @@ def retire(scaleset: ScaleSet, marker: Marker, owner: str = "small") -> UpdateAc
 # Preparing specs ---------------------------------------------------------------------------------
 
 
-def test_a_spec_named_like_another_specs_cut_stem_is_refused():
-    """Arrange: a 70-character name and a second spec named exactly its cut stem.
+# Two logical names of one stem whose first live names collide (found by search, pinned).
+COLLIDING = ("small-756", "small-2286")
 
-    Act: prepare. Assert: both would get one live name; the second is Blocked naming the first,
-    with the exact message, status and errors; the first is kept.
+
+def test_specs_whose_first_names_collide_get_distinct_names_in_one_pass():
+    """Arrange: two specs whose attempt-0 names are one name, and an empty GARM.
+
+    Act: plan. Assert: both are created in the same pass, the first under that name, the
+    second under its next attempt's; neither is refused.
     """
-    first = make_spec("a" * 70)
-    second = make_spec(stem("a" * 70))
-    name = live_name(first)
-    assert live_name(second) == name
+    first, second = (make_spec(name) for name in COLLIDING)
+    assert live_name(first) == live_name(second)
 
-    prepared = prepare([first, second], SETTINGS)
+    result = plan_pass([first, second], [])
 
-    assert [entry.spec for entry in prepared.entries] == [first]
-    (rejected,) = prepared.rejected
-    problem = f"its name {name!r} is also the name of {first.name!r}"
-    assert rejected.logical == second.name
-    assert rejected.phase is Phase.BLOCKED
-    assert rejected.message == problem
-    assert rejected.errors == [problem]
-    assert rejected.status == f"invalid settings, fix them in its configurator: {problem}"
+    creates = [a for a in result.actions if isinstance(a, CreateAction)]
+    assert [(c.params.name, c.marker.attempt) for c in creates] == [
+        (live_name(first), 0),
+        (live_name(second, attempt=1), 1),
+    ]
+    assert result.report.spec(second.name).live_name == live_name(second, attempt=1)
+    assert all(spec.phase is Phase.CREATING for spec in result.report.specs)
+
+
+def test_a_name_another_specs_set_holds_is_skipped_and_never_touched():
+    """Arrange: `small-2286`'s live set exists; `small-756`, whose first name is the same, is new.
+
+    Act: plan, then plan again once its set exists. Assert: `small-756` is created under its
+    next attempt's name, and no action ever touches the other spec's set.
+    """
+    first, second = (make_spec(name) for name in COLLIDING)
+    holder = listed(live_name(second), 1, marker=marked(second))
+
+    result = plan_pass([first, second], [holder])
+
+    (create,) = [a for a in result.actions if isinstance(a, CreateAction)]
+    assert (create.params.name, create.marker.attempt) == (live_name(first, attempt=1), 1)
+    assert create.spares[0] == (live_name(first, attempt=2), 2)
+    mine = listed(live_name(first, attempt=1), 2, marker=marked(first, attempt=1))
+    again = plan_pass([first, second], [holder, mine])
+    assert again.actions == []
+    touched = [a for a in result.actions + again.actions if getattr(a, "scaleset_id", 0) == 1]
+    assert touched == []
+
+
+def test_a_name_an_unmarked_set_holds_is_skipped():
+    """Arrange: a hand-made set (no marker) of another provider named as the spec's set would be.
+
+    Act: plan. Assert: it is left alone, the spec's set created under its next attempt.
+    """
+    hand_made = listed(LIVE, 1, provider_name="someone-elses")
+
+    result = plan_pass([SPEC], [hand_made])
+
+    assert [a.params.name for a in result.actions if isinstance(a, CreateAction)] == [
+        live_name(SPEC, attempt=1)
+    ]
+    assert [a for a in result.actions if not isinstance(a, CreateAction)] == []
+
+
+def test_a_colliding_earlier_generation_of_the_same_spec_is_replaced_not_reused():
+    """Arrange: generation `x64,l1680` live; the spec changes to `x64,l16815`, same first name.
+
+    Act: plan. Assert: the old set is a predecessor (its marker's generation differs), the new
+    generation is created under its next attempt's name; the old one keeps serving meanwhile.
+    """
+    old_spec, new_spec = make_spec(labels=("x64", "l1680")), make_spec(labels=("x64", "l16815"))
+    assert live_name(old_spec) == live_name(new_spec)
+    old = listed(live_name(old_spec), 1, labels=old_spec.labels, marker=marked(old_spec))
+
+    result = plan_pass([new_spec], [old])
+
+    (create,) = result.actions
+    assert isinstance(create, CreateAction)
+    assert create.params.name == live_name(new_spec, attempt=1)
+    assert create.params.labels == ("l16815", "x64")
+    assert [p.name for p in result.report.spec("small").predecessors] == [old.name]
 
 
 def test_problems_are_joined_in_the_message_and_the_first_is_the_status():
@@ -210,43 +267,39 @@ def test_problems_are_joined_in_the_message_and_the_first_is_the_status():
     assert len(rejected.status) <= 120
 
 
-def test_a_maximum_name_length_too_short_is_named():
-    """Arrange: settings with a 16-character maximum (17 is the least). Act: validate_spec.
+def test_a_name_budget_too_short_is_named():
+    """Arrange: settings with a 6-character budget (7 is the least). Act: validate_spec.
 
-    Assert: exactly the message saying the least maximum.
+    Assert: exactly the message saying the least budget.
     """
-    settings = ReconcileSettings(max_name_length=16)
+    settings = ReconcileSettings(name_budget=6)
 
-    assert validate_spec(SPEC, settings) == ["the maximum name length must be at least 17"]
-    assert validate_spec(SPEC, ReconcileSettings(max_name_length=17)) == []
+    assert validate_spec(SPEC, settings) == ["the name budget must be at least 7 characters"]
+    assert validate_spec(SPEC, ReconcileSettings(name_budget=7)) == []
 
 
-def test_a_shorter_maximum_length_is_used_for_live_names_and_families():
-    """Arrange: a 40-character name, maximum length 30; an unmarked set of its old labels.
+def test_another_budget_is_used_for_live_names_and_adoption():
+    """Arrange: a budget of 12; an unmarked set named for the spec's old labels at that budget.
 
-    Act: prepare and group. Assert: the live name is cut to 30; the old set, named with the
-    same cut stem, is adopted into the family as a predecessor (not foreign).
+    Act: prepare and group. Assert: the live name is cut to 12; the old set is adopted into
+    the family as a predecessor (not foreign), with the old labels' generation.
     """
-    settings = ReconcileSettings(max_name_length=30)
+    settings = ReconcileSettings(name_budget=12)
     spec = make_spec("b" * 40)
-    old = name_for(
-        spec.name,
-        labels=OLD_LABELS,
-        provider_name="lxd",
-        entity_kind=EntityKind.REPOSITORY,
-        entity_name="fake-org/fake-repo",
-        max_length=30,
-    )
+    old_spec = make_spec("b" * 40, labels=OLD_LABELS)
+    old = live_name(old_spec, 12)
 
     prepared = prepare([spec], settings)
     grouping = group(prepared, [listed(old, 1, labels=OLD_LABELS)])
 
     (entry,) = prepared.entries
-    assert entry.live_name == live_name(spec, 30)
-    assert len(entry.live_name) == 30
+    assert entry.live_name == live_name(spec, 12)
+    assert len(entry.live_name) == 12
     family = grouping.families[spec.name]
     assert [m.scaleset.name for m in family.predecessors] == [old]
+    assert family.predecessors[0].generation == spec_generation(old_spec)
     assert family.foreign == []
+    assert name_for(spec.name, spec_generation(old_spec), budget=12) == old
 
 
 def test_differing_duplicates_warn_with_the_exact_text():
@@ -347,7 +400,8 @@ def test_unmarked_further_attempts_are_adopted_up_to_64(attempt: int, adopted: b
     name = live_name(SPEC, attempt=attempt)
     live = listed(LIVE, 1, marker=marked())
 
-    family = group(prepare([SPEC], SETTINGS), [live, listed(name, 2)]).families["small"]
+    grouping = group(prepare([SPEC], SETTINGS), [live, listed(name, 2)])
+    family = grouping.families["small"]
 
     assert family.live is not None
     if adopted:
@@ -356,18 +410,6 @@ def test_unmarked_further_attempts_are_adopted_up_to_64(attempt: int, adopted: b
     else:
         assert family.live.scaleset.name == LIVE
         assert family.foreign == [name]
-
-
-def test_family_index_uses_the_shorter_maximum_for_stems():
-    """Arrange: a 40-character name at maximum length 30. Act: prepare.
-
-    Assert: a generation of its cut stem is in its family; one of the uncut name is not.
-    """
-    spec = make_spec("c" * 40)
-    index = prepare([spec], ReconcileSettings(max_name_length=30)).index
-
-    assert index.owner(f"{stem(spec.name, 30)}-0123abcd") == spec.name
-    assert index.owner(f"{spec.name}-0123abcd") is None
 
 
 # What to observe ---------------------------------------------------------------------------------
@@ -383,7 +425,7 @@ def test_instances_are_listed_for_a_retired_orphan_only(retired: bool, instances
     prepared = prepare([SPEC], SETTINGS)
     grouping = group(
         prepared,
-        [listed(LIVE, 1, marker=marked()), listed("gone-12345678", 2, marker=orphan_marker)],
+        [listed(LIVE, 1, marker=marked()), listed("gone-12345", 2, marker=orphan_marker)],
     )
 
     assert needs(prepared, grouping, sweep_orphans=True).instances is instances
@@ -454,11 +496,11 @@ def test_a_foreign_generation_is_warned_about_with_the_exact_text():
 
     Act: plan. Assert: the pinned warning; nothing is sent to it.
     """
-    result = plan_pass([SPEC], [listed(LIVE, 1, marker=marked()), listed("small-0123abcd", 2)])
+    result = plan_pass([SPEC], [listed(LIVE, 1, marker=marked()), listed("smal-0123a", 2)])
 
     assert result.actions == []
     assert result.report.spec("small").warnings == [
-        "scale set 'small-0123abcd' looks like a generation of 'small' but carries no marker "
+        "scale set 'smal-0123a' looks like a generation of 'small' but carries no marker "
         "of this charm; it is left alone"
     ]
 
@@ -673,7 +715,7 @@ def test_a_handover_waits_for_a_runner_with_the_exact_text():
     """
     report = capacity_pass(10).report.spec("small")
 
-    assert report.message == "waiting for a runner of 'small-9d329121' to come online"
+    assert report.message == "waiting for a runner of 'smal-x1br2' to come online"
     assert report.awaiting_runner_until == NOW + datetime.timedelta(minutes=20)
     assert report.phase is Phase.CREATING
 
@@ -687,7 +729,7 @@ def test_a_handover_without_a_runner_after_the_timeout_blocks_with_the_exact_tex
 
     report = result.report.spec("small")
     message = (
-        "no runner of the new scale set 'small-9d329121' came online within 30 min; the old "
+        "no runner of the new scale set 'smal-x1br2' came online within 30 min; the old "
         "scale set keeps serving: check the new set's image, flavor and provider (GARM's log); "
         "the hand-over goes on by itself once a runner is online"
     )
@@ -695,7 +737,7 @@ def test_a_handover_without_a_runner_after_the_timeout_blocks_with_the_exact_tex
     assert report.message == message
     assert report.errors == [message]
     assert report.status == (
-        "no runner of new set 'small-9d329121' online after 30 min; check image/flavor"
+        "no runner of new set 'smal-x1br2' online after 30 min; check image/flavor"
     )
     assert result.actions == []
 
@@ -718,7 +760,7 @@ def attempts_pass(
     Returns the ids of the scale sets the pass retires (attempt 0 is 2, the old set 3).
     """
     spec = make_spec(name, labels=("x64", "linux", "gpu"), min_idle_runners=min_idle_runners)
-    length = settings.max_name_length
+    length = settings.name_budget
     live = listed(
         live_name(spec, length, attempt=1),
         1,
@@ -742,7 +784,7 @@ def attempts_pass(
     ("case", "retired"),
     [
         ({}, [2]),
-        ({"settings": ReconcileSettings(max_name_length=30), "name": "d" * 40}, [2]),
+        ({"settings": ReconcileSettings(name_budget=12), "name": "d" * 40}, [2]),
         ({"age": datetime.timedelta(seconds=60)}, [2]),
         ({"age": datetime.timedelta(seconds=59)}, []),
         ({"live_fields": {"enabled": False}}, []),
@@ -752,7 +794,7 @@ def attempts_pass(
     ],
     ids=[
         "serving",
-        "short-names",
+        "another-budget",
         "grace-just-passed",
         "within-grace",
         "live-disabled",
@@ -783,14 +825,15 @@ def test_an_earlier_attempt_is_retired_once_the_next_one_serves(
 def test_a_ready_handover_retires_the_predecessor_keeping_its_marker(old_marker: Marker | None):
     """Arrange: the live set serving; the old set unmarked (adopted) or marked. Act: plan.
 
-    Assert: one retire of the old set whose marker keeps what it had and starts the drain clock
-    now; the old set is reported handing over.
+    Assert: one retire of the old set whose marker keeps what it had (an adopted one's, the
+    generation its name says) and starts the drain clock now; the old set is handing over.
     """
     old = listed(OLD, 2, labels=OLD_LABELS, marker=old_marker)
 
     result = plan_pass([SPEC], [listed(LIVE, 1, marker=marked()), old])
 
-    base = old_marker or Marker("small")
+    adopted = Marker("small", generation=spec_generation(make_spec(labels=OLD_LABELS)))
+    base = old_marker or adopted
     assert result.actions == [retire(old, dataclasses.replace(base, retired_at=NOW))]
     assert result.report.spec("small").predecessors == [
         PredecessorReport(OLD, 2, Phase.HANDING_OVER)

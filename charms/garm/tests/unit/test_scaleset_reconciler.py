@@ -20,7 +20,7 @@ from scaleset_reconciler import (
     status_message,
 )
 from scaleset_reconciler.marker import Marker, parse_marker
-from scaleset_reconciler.naming import live_name
+from scaleset_reconciler.naming import live_name, spec_generation
 from scaleset_reconciler.plan import desired_create
 from scaleset_reconciler.spec import ScalesetSpec
 
@@ -57,7 +57,9 @@ def test_first_pass_creates_the_live_scale_set_and_stamps_it():
     assert scaleset.enabled
     assert scaleset.normalised_labels == {"x64", "linux"}
     assert (scaleset.min_idle_runners, scaleset.max_runners) == (1, 3)
-    assert marker_of(garm, name) == Marker("small", marker_of(garm, name).config)
+    assert marker_of(garm, name) == Marker(
+        "small", marker_of(garm, name).config, generation=spec_generation(make_spec())
+    )
     assert [call[0] for call in garm.writes()] == ["create_scaleset", "update_scaleset"]
     assert report.spec("small").phase is Phase.CREATING
     assert status_message(report) == "'small': creating"
@@ -619,7 +621,8 @@ def test_settings_default_to_a_minute_of_grace_and_seven_hours_of_drain():
     """Arrange: nothing. Act: build the settings with no arguments.
 
     Assert: 60 s grace, 7 h drain (GitHub's 6 h job limit + 1), 30 min without a runner
-    before blocking, 15 min before another label attempt, names up to 64 characters.
+    before blocking, 15 min before another label attempt, names up to 10 characters (what
+    the OpenStack provider's server tags leave, garm-behaviour B46).
     """
     defaults = ReconcileSettings()
 
@@ -627,7 +630,7 @@ def test_settings_default_to_a_minute_of_grace_and_seven_hours_of_drain():
     assert defaults.drain_timeout == datetime.timedelta(hours=7)
     assert defaults.handover_timeout == datetime.timedelta(minutes=30)
     assert defaults.label_retry == datetime.timedelta(minutes=15)
-    assert defaults.max_name_length == 64
+    assert defaults.name_budget == 10
 
 
 def test_retired_generation_keeps_draining_while_a_newer_one_is_created():

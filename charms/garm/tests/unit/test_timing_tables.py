@@ -3,7 +3,8 @@
 Each row arranges a fresh GARM (the in-memory double), moves GARM's clock to the edge plus an
 offset, runs one pass and checks what was done to GARM. The edges: the hand-over grace (60 s
 after the new scale set serves), the hand-over timeout (30 min without a runner online), the
-label retry (15 min, doubling per attempt), the kept-delete back-off (1 min, doubling), the
+label retry (15 min, doubling per attempt up to 4 h, counted from when the attempt last began
+to serve), the kept-delete back-off (1 min, doubling), the
 drain deadline (7 h after retirement), the metrics-token refresh (30 days before expiry) and
 the service takeover by a new leader (5 min after its claim, ADR 0005).
 """
@@ -31,6 +32,7 @@ NEW_LABELS = ("x64", "gpu")
 GRACE = datetime.timedelta(seconds=60)
 HANDOVER_TIMEOUT = datetime.timedelta(minutes=30)
 LABEL_RETRY = datetime.timedelta(minutes=15)
+MAX_LABEL_RETRY = datetime.timedelta(hours=4)
 FIRST_DELETE_RETRY = datetime.timedelta(minutes=1)
 DRAIN = datetime.timedelta(hours=7)
 # One second either side of the edge, and the edge itself (where the later action applies).
@@ -94,7 +96,14 @@ def test_handover_timeout(offset: int, blocks: bool):
 
 
 @pytest.mark.parametrize(
-    ("attempt", "wait"), [(0, LABEL_RETRY), (1, 2 * LABEL_RETRY), (2, 4 * LABEL_RETRY)]
+    ("attempt", "wait"),
+    [
+        (0, LABEL_RETRY),
+        (1, 2 * LABEL_RETRY),
+        (2, 4 * LABEL_RETRY),
+        (4, MAX_LABEL_RETRY),
+        (5, MAX_LABEL_RETRY),
+    ],
 )
 @pytest.mark.parametrize(("offset", "creates"), OFFSETS)
 def test_label_retry_backs_off(attempt: int, wait: datetime.timedelta, offset: int, creates: bool):
@@ -108,11 +117,41 @@ def test_label_retry_backs_off(attempt: int, wait: datetime.timedelta, offset: i
     changed = make_spec(labels=NEW_LABELS)
     _, latest_name, latest = relabel(garm)
     for made in range(attempt):
-        move_to(garm, latest + LABEL_RETRY * 2**made)
+        move_to(garm, latest + min(LABEL_RETRY * 2**made, MAX_LABEL_RETRY))
         run(garm, [changed])
         latest_name = live_name(changed, attempt=made + 1)
         latest = garm.by_name(latest_name).created_at
     move_to(garm, latest + wait + datetime.timedelta(seconds=offset))
+    start = len(garm.log)
+
+    run(garm, [changed])
+
+    assert calls_since(garm, start, "create_scaleset") == (1 if creates else 0)
+
+
+@pytest.mark.parametrize(("offset", "creates"), OFFSETS)
+def test_label_retry_counts_from_a_flip_backs_re_enable(offset: int, creates: bool):
+    """Arrange: GitHub drops `gpu`; labels changed back, then to the new ones again.
+
+    Changed back, the new set is retired; 10 minutes later it is re-enabled and serves again.
+    Act: a pass at the re-enable + 15 min + offset.
+    Assert: the next attempt is created from that edge on: the wait counts from when the
+    attempt last began to serve, not from its creation (which is long past by then).
+    """
+    garm = MemoryGarm()
+    garm.drop_labels = {"gpu"}
+    changed, back = make_spec(labels=NEW_LABELS), make_spec()
+    _, dropped, _ = relabel(garm)
+    garm.advance(61)
+    run(garm, [back])  # retires the new set: the old one serves with every label
+    assert not garm.by_name(dropped).enabled
+    garm.advance(600)
+    run(garm, [changed])
+    assert garm.by_name(dropped).enabled
+    marker = parse_marker(garm.by_name(dropped).extended_state)
+    assert marker is not None
+    assert marker.enabled_at is not None
+    move_to(garm, marker.enabled_at + LABEL_RETRY + datetime.timedelta(seconds=offset))
     start = len(garm.log)
 
     run(garm, [changed])

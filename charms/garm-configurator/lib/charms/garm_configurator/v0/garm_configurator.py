@@ -76,7 +76,7 @@ LIBAPI = 0
 
 # Increment this PATCH version before using `charmcraft publish-lib` or reset
 # to 0 if you are raising the major API version
-LIBPATCH = 4
+LIBPATCH = 5
 
 PYDEPS = ["pydantic>=2,<3"]
 
@@ -96,8 +96,8 @@ GITHUB_APP_PRIVATE_KEY_KEY: Final = "private-key"
 # Every published secret names the application that publishes it under this content key.
 PUBLISHER_KEY: Final = "app"
 
-# The garm charm appends "-" and 8 hex characters to a scale set's name; 40 keeps the result
-# under 50 characters, short enough for every limit seen in the field.
+# A readable bound on the logical name: the garm charm names each generation with the name's
+# first characters and a hash, within what OpenStack's server tags leave (10 characters in all).
 SCALESET_NAME_MAX_LENGTH: Final = 40
 # GARM stores labels in varchar(64) tag rows.
 LABEL_MAX_LENGTH: Final = 64
@@ -125,8 +125,8 @@ MAX_REPORTED_ERRORS: Final = 5
 OS_ARCHES: Final = ("amd64", "arm64", "arm", "s390x", "ppc64le")
 OsArch = Literal["amd64", "arm64", "arm", "s390x", "ppc64le"]
 
-# One rule on both sides: a letter first and no dash at the end, so that what the configurator
-# accepts is a name the garm charm can extend with "-<8 hex>" and recognise again.
+# One rule on both sides: a letter first and no dash at the end, so that every name the
+# configurator accepts is one the garm charm can name generations after.
 _SCALESET_NAME_RE = re.compile(r"[a-z](?:[a-z0-9-]*[a-z0-9])?")
 _LABEL_RE = re.compile(r"[A-Za-z0-9._-]+")
 _GITHUB_OWNER_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?")
