@@ -10,6 +10,12 @@ boot-from-volume, never calls it). State is in memory; every request is recorded
 The answers carry the fields and types OpenStack sends (the provider's gophercloud client must
 parse them). A created server is `ACTIVE` at once and "boots" in the background: `boot.py`
 reads the user data the provider built and reports to GARM as cloud-init would make a runner do.
+
+Every request to Nova and Keystone is checked with the service's own request schema (`schemas`:
+Nova's at the microversion the request names, so its tag, name, metadata and user-data limits),
+and refused as the service refuses it: 400 with the service's own message. Every answer the fake
+gives Nova's calls is checked with Nova's response schema; a fault there is the fake's, kept in
+`schema_faults` and raised when the fake stops, so no test passes on an answer Nova never gives.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from fake_github.loopback import LoopbackServer
+from fake_openstack.schemas import SchemaChecker
 
 CREATED = "2026-01-01T00:00:00Z"
 TOKEN_EXPIRES = "2099-01-01T00:00:00.000000Z"
@@ -34,6 +41,8 @@ REGION = "RegionOne"
 PROJECT_ID = "9c1b3e4f6a7d4e2b8f0a1c2d3e4f5a6b"
 USER_ID = "5d2f1e0c9b8a47f6a3e2d1c0b9a8f7e6"
 DOMAIN = {"id": "default", "name": "Default"}
+# How much of a response-schema fault the failure shows (Nova's message quotes the document).
+FAULT_SHOWN = 600
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,12 +87,13 @@ class Cloud:
 
 @dataclasses.dataclass(frozen=True)
 class Request:
-    """One request as the fake received it."""
+    """One request as the fake received it; `microversion` is the compute one it names."""
 
     method: str
     path: str
     query: dict[str, list[str]]
     body: Any
+    microversion: str = ""
 
 
 @dataclasses.dataclass
@@ -130,9 +140,11 @@ class FakeOpenStack(LoopbackServer):
 
     def __init__(self, cloud: Cloud, boot: Booter | None = None) -> None:
         super().__init__()
+        self.schemas = SchemaChecker.shared()
         self.cloud = cloud
         self.boot = boot
         self.requests: list[Request] = []
+        self.schema_faults: list[str] = []
         self.servers: dict[str, Server] = {}
         self.tokens: set[str] = set()
         self.flavors = {name: _flavor(index, name) for index, name in enumerate(cloud.flavors)}
@@ -143,6 +155,13 @@ class FakeOpenStack(LoopbackServer):
         self.images = {name: _image(image) for name, image in self.glance_images.items()}
         self.networks = {name: _network(name) for name in cloud.networks}
         self.lock = threading.RLock()
+
+    def stop(self) -> None:
+        """Stop serving; an answer Nova's response schemas refused fails the test here."""
+        super().stop()
+        if self.schema_faults:
+            faults = "; ".join(self.schema_faults)
+            raise AssertionError(f"the fake OpenStack answered as Nova never does: {faults}")
 
     @property
     def auth_url(self) -> str:
@@ -171,13 +190,15 @@ class FakeOpenStack(LoopbackServer):
     # Routing ---------------------------------------------------------------------------------
 
     def answer(self, request: Request, token: str) -> tuple[int, Any, dict[str, str]]:
-        """Status, JSON body (None = empty) and extra headers for one request."""
+        """Status, JSON body (None = empty) and extra headers for one request.
+
+        Past authentication, a request the service's schema refuses is answered as the service
+        answers it; a successful answer is checked with Nova's response schema.
+        """
         with self.lock:
             self.requests.append(request)
         path = request.path.rstrip("/")
-        if path.startswith("/identity"):
-            return self._identity(request, path.removeprefix("/identity"))
-        if token not in self.tokens:
+        if not path.startswith("/identity") and token not in self.tokens:
             return (
                 401,
                 {
@@ -189,6 +210,41 @@ class FakeOpenStack(LoopbackServer):
                 },
                 {},
             )
+        operation = _operation(request)
+        if operation is None:
+            return self._route(request, path)
+        refusal = self._refusal(operation, request)
+        if refusal is not None:
+            return refusal
+        status, document, headers = self._route(request, path)
+        if operation[1] != "identity.tokens" and status < 300:
+            self._check_answer(operation[1], document, request.microversion)
+        return status, document, headers
+
+    def _refusal(
+        self, operation: tuple[bool, str], request: Request
+    ) -> tuple[int, Any, dict[str, str]] | None:
+        """The service's 400 for a request its own schema refuses, or None."""
+        is_body, name = operation
+        document = request.body if is_body else request.query
+        refusal = self.schemas.request(
+            name, document, microversion=request.microversion, query=not is_body
+        )
+        if refusal is None:
+            return None
+        if name == "identity.tokens":
+            return 400, {"error": {"code": 400, "message": refusal, "title": "Bad Request"}}, {}
+        return 400, {"badRequest": {"code": 400, "message": refusal}}, {}
+
+    def _check_answer(self, operation: str, document: Any, microversion: str) -> None:
+        fault = self.schemas.response(operation, document, microversion=microversion)
+        if fault is not None:
+            with self.lock:
+                self.schema_faults.append(f"{operation}: {fault[:FAULT_SHOWN]}")
+
+    def _route(self, request: Request, path: str) -> tuple[int, Any, dict[str, str]]:
+        if path.startswith("/identity"):
+            return self._identity(request, path.removeprefix("/identity"))
         for prefix, route in (
             ("/compute/v2.1", self._compute),
             ("/image/v2", self._image),
@@ -427,7 +483,8 @@ class FakeOpenStack(LoopbackServer):
             "description": None,
             "tags": server.tags,
             "trusted_image_certificates": None,
-            "server_groups": [],
+            # `server_groups` is in the answer from microversion 2.71 only; the provider asks
+            # for 2.67, and Nova's response schema for 2.67 refuses it.
         }
 
     def _server_links(self, server: Server) -> list[dict[str, str]]:
@@ -582,6 +639,42 @@ def _network(name: str) -> dict[str, Any]:
     }
 
 
+# Nova's and Keystone's controller methods (`schemas`) by request: (checks the body, name).
+_OPERATIONS: tuple[tuple[str, str, tuple[bool, str]], ...] = (
+    ("POST", r"/identity/v3/auth/tokens", (True, "identity.tokens")),
+    ("POST", r"/compute/v2\.1/servers", (True, "servers.create")),
+    ("GET", r"/compute/v2\.1/servers/detail", (False, "servers.detail")),
+    ("GET", r"/compute/v2\.1/servers/[0-9a-f-]{36}", (False, "servers.show")),
+    ("GET", r"/compute/v2\.1/flavors/detail", (False, "flavors.detail")),
+    ("GET", r"/compute/v2\.1/flavors/[^/]+", (False, "flavors.show")),
+)
+_ACTIONS = {"os-start": "servers.os-start", "os-stop": "servers.os-stop"}
+
+
+def _operation(request: Request) -> tuple[bool, str] | None:
+    """Which service operation `request` is, to check it with that operation's schema."""
+    path = request.path.rstrip("/")
+    if request.method == "POST" and re.fullmatch(
+        r"/compute/v2\.1/servers/[0-9a-f-]{36}/action", path
+    ):
+        action = next(iter(request.body or {}), "")
+        return (True, _ACTIONS.get(action, "servers.forceDelete"))
+    for method, pattern, operation in _OPERATIONS:
+        if request.method == method and re.fullmatch(pattern, path):
+            return operation
+    return None
+
+
+def _microversion(headers: Any) -> str:
+    """The compute microversion a request names (gophercloud sends both headers)."""
+    legacy = headers.get("X-OpenStack-Nova-API-Version", "")
+    if legacy:
+        return legacy.strip()
+    current = headers.get("OpenStack-API-Version", "")
+    service, _, version = current.strip().partition(" ")
+    return version.strip() if service == "compute" else ""
+
+
 def _not_found(path: str) -> tuple[int, Any, dict[str, str]]:
     return (
         404,
@@ -619,7 +712,13 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         body = json.loads(raw) if raw else None
-        request = Request(self.command, parts.path, parse_qs(parts.query), body)
+        request = Request(
+            self.command,
+            parts.path,
+            parse_qs(parts.query),
+            body,
+            _microversion(self.headers),
+        )
         status, document, headers = self.cloud.answer(
             request, self.headers.get("X-Auth-Token", "")
         )
