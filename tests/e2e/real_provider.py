@@ -103,14 +103,18 @@ def publication(
     auth_url: str,
     password_secret_id: str = "secret:password",  # noqa: S107 - a secret's id, not a value
     private_key_secret_id: str = "secret:key",  # noqa: S107 - a secret's id, not a value
+    runner: Mapping[str, Any] = RUNNER_OPTIONS,
 ) -> interface.GarmConfiguratorData:
-    """Configurator `small`'s publication with Keystone at `auth_url` and every runner option."""
+    """Configurator `small`'s publication with Keystone at `auth_url` and its runner options.
+
+    `runner` defaults to every runner option set.
+    """
     databag = published_databag(
         labels, password_secret_id=password_secret_id, private_key_secret_id=private_key_secret_id
     )
     parts = {key: json.loads(value) for key, value in databag.items() if key != "version"}
     parts["openstack"]["auth_url"] = auth_url
-    parts["runner"] = dict(RUNNER_OPTIONS)
+    parts["runner"] = dict(runner)
     document = {
         "scaleset": parts["scaleset"],
         "openstack": parts["openstack"],

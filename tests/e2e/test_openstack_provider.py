@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import datetime
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
 
 from charms.garm_configurator.v0 import garm_configurator as interface
 from doubles.configurator_publication import pkcs1_app_key
@@ -38,6 +43,9 @@ WRAPPER = (
     '#!/bin/bash\nCALLBACK_URL="{{ .CallbackURL }}"\nMETADATA_URL="{{ .MetadataURL }}"\n'
     'BEARER_TOKEN="{{ .CallbackToken }}"\n'
 )
+# GARM v0.2.1's wrapper as the provider writes it, without the token: 341 characters (measured
+# in the user data of `test_garm_real_provider.py`'s runner).
+GARM_WRAPPER_LENGTH = 341
 
 
 @dataclasses.dataclass
@@ -49,6 +57,13 @@ class Provider:
     cloud: FakeOpenStack
     spec: ScalesetSpec
     data: interface.GarmConfiguratorData
+
+    def spec_with(self, runner: dict[str, Any]) -> ScalesetSpec:
+        """The scale set the charm makes of configurator `small` with these runner options."""
+        data = publication(("linux", "x64"), auth_url=self.cloud.auth_url, runner=runner)
+        secrets = interface.ConfiguratorSecrets(PASSWORD, pkcs1_app_key())
+        spec, _, _ = desired_from("small", data, secrets)
+        return spec
 
     @property
     def pool(self) -> str:
@@ -68,7 +83,14 @@ class Provider:
         assert result.returncode == 0, f"{command} failed: {result.stderr.strip()}"
         return json.loads(result.stdout) if result.stdout.strip() else None
 
-    def bootstrap(self, extra_specs: dict[str, Any]) -> dict[str, Any]:
+    def bootstrap(
+        self,
+        extra_specs: dict[str, Any],
+        *,
+        token: str = "instance-token-of-this-runner",  # noqa: S107 - a stand-in
+        ca_bundle: str | None = None,
+        wrapper: str = WRAPPER,
+    ) -> dict[str, Any]:
         """The bootstrap GARM sends to create one runner of the scale set."""
         return {
             "name": INSTANCE,
@@ -83,10 +105,10 @@ class Provider:
             "repo_url": "https://github.com/acme",
             "callback-url": "http://127.0.0.1:9/api/v1/callbacks",
             "metadata-url": "http://127.0.0.1:9/api/v1/metadata",
-            "instance-token": "instance-token-of-this-runner",
+            "instance-token": token,
             "ssh-keys": [],
-            "extra_specs": {"runner_install_template": _b64(WRAPPER), **extra_specs},
-            "ca-cert-bundle": None,
+            "extra_specs": {"runner_install_template": _b64(wrapper), **extra_specs},
+            "ca-cert-bundle": _b64(ca_bundle) if ca_bundle is not None else None,
             "github-runner-group": self.spec.runner_group,
             "arch": self.spec.os_arch,
             "os_type": self.spec.os_type,
@@ -240,3 +262,132 @@ def assert_no_secret(text: str, secrets: dict[str, str]) -> None:
 
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
+
+
+# Nova's user data limit ---------------------------------------------------------------------
+
+# What the longest runner options put in the user data, each at the relation library's bound.
+LONGEST_URL = "http://" + "p" * 60 + "." + "q" * 60 + ".example:3128/" + "x" * 1900
+LARGEST_RUNNER_OPTIONS: dict[str, Any] = {
+    "http_proxy": LONGEST_URL[: interface.URL_MAX_LENGTH],
+    "aproxy_exclude_addresses": [
+        f"10.{i}.255.255/32" for i in range(interface.MAX_EXCLUDED_ADDRESSES)
+    ],
+    "aproxy_redirect_ports": ["65000-65535"] * interface.MAX_REDIRECT_PORTS,
+    "dockerhub_mirror": LONGEST_URL[: interface.URL_MAX_LENGTH].replace(":3128", ":5000"),
+    "otel_collector_endpoint": LONGEST_URL[: interface.URL_MAX_LENGTH],
+    "pre_job_script": "x" * interface.MAX_SCRIPT_LENGTH,
+}
+# The CA bundle room the relation library's script budget leaves (docs/reference/garm-charm.md).
+CA_BUNDLE_ROOM = 8192
+
+
+def largest_scripts(total: int) -> dict[str, str]:
+    """The most pre-install scripts, with the longest names, `total` characters in all."""
+    count = interface.MAX_PRE_INSTALL_SCRIPTS
+    names = [f"{i}{'n' * (interface.SCRIPT_NAME_MAX_LENGTH - 1)}" for i in range(count)]
+    share = (total - sum(len(name) for name in names)) // count
+    return {name: "e" * share for name in names}
+
+
+def test_the_largest_user_data_the_charm_can_ask_for_fits_novas_limit(provider: Provider):
+    """Arrange: every runner option at its bound, the scripts at their combined budget.
+
+    Also a CA bundle of the room left for it and an instance token for the longest repository.
+    Act: CreateInstance with the real provider (GARM's wrapper as long as v0.2.1's, and more).
+    Assert: Nova (its own schema: user data at most 65,535 characters of base64) creates the
+    server; the user data's size is printed.
+    """
+    runner = {
+        **LARGEST_RUNNER_OPTIONS,
+        "pre_install_scripts": largest_scripts(interface.PRE_INSTALL_SCRIPTS_TOTAL_MAX),
+    }
+    spec = provider.spec_with(runner)
+
+    provider.run(
+        "CreateInstance",
+        bootstrap=provider.bootstrap(
+            dict(spec.extra_specs),
+            token=longest_token(),
+            ca_bundle=ca_bundle(CA_BUNDLE_ROOM),
+            wrapper=f"{WRAPPER}#{'w' * GARM_WRAPPER_LENGTH}\n",
+        ),
+    )
+
+    (server,) = provider.cloud.created_servers()
+    size = len(server.request["user_data"])
+    print(f"largest user data: {size} characters of base64 (Nova's limit: 65535)")
+    assert size <= 65535
+
+
+def test_nova_refuses_the_scripts_the_library_allowed_before_its_budget(provider: Provider):
+    """Arrange: eight pre-install scripts of 16,384 characters (allowed before the budget).
+
+    Act: CreateInstance. Assert: the provider fails with Nova's own refusal of the user data,
+    and no server is created: the budget is what keeps runners bootable.
+    """
+    scripts = {f"s{i}": "e" * interface.MAX_SCRIPT_LENGTH for i in range(8)}
+    specs = {**provider.spec.extra_specs, "pre_install_scripts": _encoded_scripts(scripts)}
+
+    result = run_provider(
+        provider.binary,
+        "CreateInstance",
+        provider.config_file,
+        controller_id=CONTROLLER,
+        pool_id=provider.pool,
+        bootstrap=provider.bootstrap(specs),
+    )
+
+    assert result.returncode != 0
+    assert "user_data" in result.stderr, result.stderr
+    assert "is too long" in result.stderr, result.stderr
+    assert provider.cloud.created_servers() == []
+
+
+def longest_token() -> str:
+    """An instance token as GARM signs it (HS256), for the longest `owner/repo` there is."""
+    claims = {
+        "id": "56ccbf15-7e65-424a-840e-d6b9897b0a77",
+        "name": "garm-ttsafc485rks",
+        "provider_id": "",
+        "scope": "repository",
+        "entity": f"{'o' * 39}/{'r' * 100}",
+        "create_attempt": 0,
+        "forge_type": "github",
+        "is_agent": False,
+        "iss": "garm",
+        "exp": 1796176679,
+    }
+    parts = [{"alg": "HS256", "typ": "JWT"}, claims]
+    encoded = [_b64url(json.dumps(part, separators=(",", ":"))) for part in parts]
+    return ".".join([*encoded, _b64url("s" * 32)])
+
+
+def ca_bundle(size: int) -> str:
+    """Self-signed certificates, PEM, concatenated up to `size` characters."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pems: list[str] = []
+    while len("".join(pems)) + 1300 <= size:
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"ca-{len(pems)}")])
+        now = datetime.datetime.now(datetime.UTC)
+        certificate = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(key.public_key())
+            .serial_number(len(pems) + 1)
+            .not_valid_before(now)
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .sign(key, hashes.SHA256())
+        )
+        pems.append(certificate.public_bytes(serialization.Encoding.PEM).decode())
+    return "".join(pems)
+
+
+def _encoded_scripts(scripts: dict[str, str]) -> dict[str, str]:
+    """Pre-install scripts as `extra_specs` carry them: base64 bodies (B24, O4)."""
+    return {name: _b64(body) for name, body in scripts.items()}
+
+
+def _b64url(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")

@@ -47,6 +47,7 @@ from charms.garm_configurator.v0.garm_configurator import (
     check_github_owner,
     check_github_repo_name,
     check_password,
+    check_pre_install_scripts,
     check_private_key_pem,
     parse_min_idle_schedule,
 )
@@ -490,5 +491,6 @@ class _Options(BaseModel):
         dict[ScriptName, Script],
         BeforeValidator(_parse_scripts),
         Field(max_length=MAX_PRE_INSTALL_SCRIPTS),
+        AfterValidator(check_pre_install_scripts),
     ] = Field(default_factory=dict[str, str], alias="pre-install-scripts")
     min_idle_schedule: MinIdleScheduleText = Field(default="", alias="min-idle-schedule")

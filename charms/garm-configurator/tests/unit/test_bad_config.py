@@ -6,6 +6,7 @@ what garm reads (the relation's databag and the secret copies) exactly as it was
 """
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,11 @@ ROWS = (
     Bad("otel-collector-endpoint", "http://s3cret@collector:4317", CREDENTIALS),
     Bad("pre-job-script", "x" * 20000, ("is invalid: must be at most 16384",)),
     Bad("pre-install-scripts", "apt: true", ("is invalid: must be a JSON object",)),
+    Bad(
+        "pre-install-scripts",
+        json.dumps({"a": "x" * 8000, "b": "x" * 8000}),
+        ("is invalid: names and scripts together must be at most 15360",),
+    ),
     Bad("min-idle-schedule", "Mon-Fri 08:00-18:00 Mars/Olympus=6", ("unknown time zone",)),
     Bad("min-idle-schedule", "Mon-Fri 08:00-18:00 UTC=11", ("more than 'max-runners' (10)",)),
 )

@@ -560,6 +560,11 @@ def test_version_2_without_runner_section_is_invalid():
             {"pre_install_scripts": {f"s{i}": "y" for i in range(9)}},
             "runner.pre_install_scripts: Dictionary should have at most 8 items",
         ),
+        (
+            {"pre_install_scripts": {"a": "x" * 7679, "b": "x" * 7680}},
+            "runner.pre_install_scripts: names and scripts together must be at most 15360 "
+            "characters (they are 15361)",
+        ),
     ],
 )
 def test_malformed_runner_fields_are_invalid(patch: dict[str, Any], expected: str):
@@ -570,6 +575,17 @@ def test_malformed_runner_fields_are_invalid(patch: dict[str, Any], expected: st
 
     assert expected in message
     assert "xxxx" not in message
+
+
+def test_pre_install_scripts_at_their_combined_budget_are_valid():
+    """Arrange: two scripts whose names and bodies are 15,360 characters in all (the budget).
+
+    Act: parse. Assert: valid (one character more is refused, above).
+    """
+    scripts = {"a": "x" * 7679, "b": "x" * 7679}
+    databag = _databag(version="2", runner=json.dumps(RUNNER | {"pre_install_scripts": scripts}))
+
+    assert lib.parse_app_data(databag).runner.pre_install_scripts == scripts
 
 
 def test_publish_drops_the_runner_section_when_options_return_to_defaults():

@@ -275,6 +275,11 @@ RELATION_ROWS = (
     ),
     Bad("runner.pre_job_script", "echo\x00", ("runner.pre_job_script: must be at most 16384",)),
     Bad("runner.pre_install_scripts", {".hidden": "true"}, ("script names must be 1-64",)),
+    Bad(
+        "runner.pre_install_scripts",
+        {"a": "x" * 8000, "b": "x" * 8000},
+        ("names and scripts together must be at most 15360",),
+    ),
     Bad("runner.min_idle_schedule", "Mon 08:00-09:00 Mars/Olympus=1", ("unknown time zone",)),
 )
 

@@ -116,6 +116,11 @@ MAX_VALUE_LENGTH: Final = 65536
 MAX_RUNNER_VALUE_LENGTH: Final = 262144
 MAX_SCRIPT_LENGTH: Final = 16384
 MAX_PRE_INSTALL_SCRIPTS: Final = 8
+# LIBPATCH 5: the pre-install scripts' names and bodies together. They travel in the runner's
+# user data, base64-encoded twice (in the cloud-config, then for Nova), which Nova caps at
+# 65,535 characters; this leaves room for what the garm charm and GARM add, and a CA bundle
+# of 8 KiB (docs/reference/garm-charm.md, "Runner user data").
+PRE_INSTALL_SCRIPTS_TOTAL_MAX: Final = 15360
 SCRIPT_NAME_MAX_LENGTH: Final = 64
 MAX_EXCLUDED_ADDRESSES: Final = 64
 MAX_REDIRECT_PORTS: Final = 32
@@ -347,6 +352,27 @@ def check_script(value: str) -> str:
     """
     if len(value) > MAX_SCRIPT_LENGTH or "\x00" in value:
         raise ValueError(f"must be at most {MAX_SCRIPT_LENGTH} characters of text")
+    return value
+
+
+def check_pre_install_scripts(value: dict[str, str]) -> dict[str, str]:
+    """Check the pre-install scripts together: their names and bodies fit the user data.
+
+    Args:
+        value: the scripts by name.
+
+    Returns:
+        The scripts, unchanged.
+
+    Raises:
+        ValueError: their names and bodies are longer than `PRE_INSTALL_SCRIPTS_TOTAL_MAX`.
+    """
+    total = sum(len(name) + len(body) for name, body in value.items())
+    if total > PRE_INSTALL_SCRIPTS_TOTAL_MAX:
+        raise ValueError(
+            f"names and scripts together must be at most {PRE_INSTALL_SCRIPTS_TOTAL_MAX} "
+            f"characters (they are {total}): runners get them in user data, which OpenStack caps"
+        )
     return value
 
 
@@ -791,9 +817,9 @@ class RunnerOptions(BaseModel):
     dockerhub_mirror: HttpUrl | None = None
     otel_collector_endpoint: HttpUrl | None = None
     pre_job_script: Script = ""
-    pre_install_scripts: dict[ScriptName, Script] = Field(
-        default_factory=dict[str, str], max_length=MAX_PRE_INSTALL_SCRIPTS
-    )
+    pre_install_scripts: Annotated[
+        dict[ScriptName, Script], AfterValidator(check_pre_install_scripts)
+    ] = Field(default_factory=dict[str, str], max_length=MAX_PRE_INSTALL_SCRIPTS)
     # LIBPATCH 4: min idle runners by time of day (`parse_min_idle_schedule`); "" for none. An
     # older reader ignores it and keeps the scale set's min_idle_runners.
     min_idle_schedule: MinIdleScheduleText = ""
