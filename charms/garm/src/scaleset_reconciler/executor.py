@@ -203,7 +203,7 @@ class _Passes:
     ) -> tuple[ReconcileReport, set[int]]:
         """Run one pass; return its report and the scale sets it emptied of finished runners."""
         listed = self.api.list_scalesets()
-        grouping = group(self.prepared, listed)
+        grouping = group(self.prepared, listed, all_readable=self.sweep_orphans)
         wanted = needs(
             self.prepared,
             grouping,
@@ -293,7 +293,7 @@ def preview(
     settings = settings or ReconcileSettings()
     prepared = prepare(specs, settings)
     listed = api.list_scalesets()
-    grouping = group(prepared, listed)
+    grouping = group(prepared, listed, all_readable=sweep_orphans)
     stuck_check = settings.runner_stuck_timeout is not None
     wanted = needs(prepared, grouping, sweep_orphans=sweep_orphans, stuck_check=stuck_check)
     observed = _observe(api, wanted)

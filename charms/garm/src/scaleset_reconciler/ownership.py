@@ -8,7 +8,9 @@ published the spec, and the charm records it in every scale set's marker. The ru
 - A spec claims a scale set whose marker names its own application, or an unmarked one or one
   an earlier charm version stamped (no application) on the spec's own entity (`claims`). Any
   other scale set of the same name is held by someone else: the spec never adopts, retires or
-  deletes it.
+  deletes it. One an earlier version stamped is claimed only while every configurator's data
+  is readable: until then another application may be the one publishing that name, so it is
+  held untouched (`UNTIL_READABLE`).
 - A held scale set is an orphan, swept like any other, only when every related configurator
   published readable data (its application is gone, or renamed its spec). Until then the spec
   that would take its name is Blocked naming the holder, and nothing changes for it
@@ -25,6 +27,8 @@ from scaleset_reconciler.report import Phase, SpecReport, short_name
 from scaleset_reconciler.spec import ScalesetSpec
 
 EARLIER_VERSION = "an earlier charm version"
+# The holder of a scale set an earlier version stamped, while a configurator is unreadable.
+UNTIL_READABLE = "an earlier charm version, until every configurator is readable"
 
 
 def one_spec_per_name(
@@ -89,9 +93,14 @@ def claims(spec: ScalesetSpec, scaleset: ScaleSet, marker: Marker | None) -> boo
     return same_entity
 
 
-def holder(marker: Marker | None) -> str:
-    """Who holds a scale set a spec does not claim: its application, or an earlier version."""
-    return marker.application if marker is not None and marker.application else EARLIER_VERSION
+def holder(marker: Marker | None, *, waiting: bool = False) -> str:
+    """Who holds a scale set a spec does not claim: its application, or an earlier version.
+
+    With `waiting`, the spec would claim it, but not while a configurator is unreadable.
+    """
+    if marker is not None and marker.application:
+        return marker.application
+    return UNTIL_READABLE if waiting else EARLIER_VERSION
 
 
 def held_report(spec: ScalesetSpec, live_name: str, held: Sequence[tuple[str, str]]) -> SpecReport:
@@ -103,7 +112,16 @@ def held_report(spec: ScalesetSpec, live_name: str, held: Sequence[tuple[str, st
         held: (scale set name, holder) of each scale set of the name it does not claim.
     """
     scaleset, owner = held[0]
-    if owner == EARLIER_VERSION:
+    if owner == UNTIL_READABLE:
+        message = (
+            f"scale set {scaleset!r}, stamped by {EARLIER_VERSION} without its application, "
+            "is adopted only once every configurator's data can be read (another one may "
+            "publish this name); it is left alone: fix the configurators whose data is unreadable"
+        )
+        status = (
+            f"set {short_name(scaleset)} of an earlier version waits: fix unreadable configurators"
+        )
+    elif owner == EARLIER_VERSION:
         message = (
             f"scale set {scaleset!r}, stamped by {EARLIER_VERSION}, has this name on another "
             f"entity than {spec.entity}; it is left alone: point the configurator back at its "

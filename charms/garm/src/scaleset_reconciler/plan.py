@@ -210,6 +210,8 @@ class Prepared:
     warnings: list[str]
     configured_names: frozenset[str]
     budget: int
+    # Applications with a spec refused this pass: their scale sets are never orphans (ADR 0014).
+    refused_applications: frozenset[str] = frozenset()
 
 
 def prepare(specs: Sequence[ScalesetSpec], settings: ReconcileSettings) -> Prepared:
@@ -220,9 +222,11 @@ def prepare(specs: Sequence[ScalesetSpec], settings: ReconcileSettings) -> Prepa
     unique, warnings, contested = one_spec_per_name(specs)
     entries: list[SpecEntry] = []
     rejected: list[SpecReport] = list(contested)
+    refused = {spec.application for spec in specs if spec.name in _names(contested)}
     for spec in unique:
         problems = validate_spec(spec, settings)
         if problems:
+            refused.add(spec.application)
             rejected.append(
                 SpecReport(
                     spec.name,
@@ -236,7 +240,11 @@ def prepare(specs: Sequence[ScalesetSpec], settings: ReconcileSettings) -> Prepa
         live = spec_live_name(spec, settings.name_budget)
         entries.append(SpecEntry(spec, live, spec_generation(spec)))
     names = frozenset(spec.name for spec in specs)
-    return Prepared(entries, rejected, warnings, names, settings.name_budget)
+    return Prepared(entries, rejected, warnings, names, settings.name_budget, frozenset(refused))
+
+
+def _names(reports: Iterable[SpecReport]) -> set[str]:
+    return {report.logical for report in reports}
 
 
 def validate_spec(spec: ScalesetSpec, settings: ReconcileSettings) -> list[str]:
@@ -313,14 +321,20 @@ class Grouping:
     families: dict[str, Family]
     orphans: list[Member]
     taken: frozenset[str] = frozenset()
+    # Orphans of an application with a spec refused this pass: never swept (ADR 0014).
+    kept: list[Member] = dataclasses.field(default_factory=list[Member])
 
 
-def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
+def group(
+    prepared: Prepared, scalesets: Iterable[ScaleSet], *, all_readable: bool = False
+) -> Grouping:
     """Sort observed scale sets into the specs' families and the charm's orphans.
 
     A scale set carrying this charm's marker is in the family of the spec its marker names if
-    that spec claims it (`ownership.claims`); else it is held by its owner and an orphan (swept
-    only when every configurator is readable); an orphan too if no spec has that name. An
+    that spec claims it (`ownership.claims`; one an earlier version stamped only when
+    `all_readable`, every configurator's data was read); else it is held by its owner and an
+    orphan (swept only when every configurator is readable); an orphan too if no spec has that
+    name. An
     unmarked scale set is adopted only if its name is one the charm would have given it (it
     was created just before a marker could be written); anything else is hand-made and left
     alone. Each family's live scale set is its latest attempt at the spec's generation, named
@@ -337,7 +351,7 @@ def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
         marker = parse_marker(scaleset.extended_state)
         if marker is not None:
             member = Member(scaleset, marker, marker.attempt, marker.generation)
-            _place_marked(member, marker, prepared, specs, grouping)
+            _place_marked(member, marker, (prepared, specs), grouping, all_readable)
         else:
             candidates = by_stem.get(stem_of(scaleset.name) or "", [])
             _place_unmarked(scaleset, candidates, families, prepared.budget)
@@ -350,17 +364,23 @@ def group(prepared: Prepared, scalesets: Iterable[ScaleSet]) -> Grouping:
 def _place_marked(
     member: Member,
     marker: Marker,
-    prepared: Prepared,
-    specs: Mapping[str, ScalesetSpec],
+    specs: tuple[Prepared, Mapping[str, ScalesetSpec]],
     grouping: Grouping,
+    all_readable: bool,
 ) -> None:
+    prepared, by_name = specs
     family = grouping.families.get(marker.logical)
-    if family is not None and claims(specs[marker.logical], member.scaleset, marker):
+    claimed = family is not None and claims(by_name[marker.logical], member.scaleset, marker)
+    waiting = claimed and not marker.application and not all_readable
+    if family is not None and claimed and not waiting:
         family.predecessors.append(member)
     elif family is not None:
         # Another configurator's: an orphan only once every configurator is readable.
-        family.held.append((member.scaleset.name, holder(marker)))
+        family.held.append((member.scaleset.name, holder(marker, waiting=waiting)))
         grouping.orphans.append(member)
+    elif marker.application and marker.application in prepared.refused_applications:
+        # Its application's spec was refused (a bad rename): nothing running goes for that.
+        grouping.kept.append(member)
     elif marker.logical not in prepared.configured_names:
         grouping.orphans.append(member)
     # Otherwise its spec exists but was rejected this pass: leave the family as it is.
@@ -639,6 +659,7 @@ def plan(
             actions.extend(orphan_actions)
     else:
         report.orphans_kept = [orphan.scaleset.name for orphan in grouping.orphans]
+    report.orphans_kept += [member.scaleset.name for member in grouping.kept]
     return Plan(actions, report)
 
 

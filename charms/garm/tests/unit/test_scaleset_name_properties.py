@@ -165,7 +165,7 @@ def test_one_pass_never_takes_a_held_name_nor_adopts_its_holder(
             observed.append(holder_set(len(observed) + 1, name, holder, wanted[index])[0])
     prepared = prepare(wanted, SETTINGS)
 
-    grouping = group(prepared, observed)
+    grouping = group(prepared, observed, all_readable=readable)
     result = plan(
         prepared, grouping, CAN_CREATE, now=NOW, settings=SETTINGS, sweep_orphans=readable
     )

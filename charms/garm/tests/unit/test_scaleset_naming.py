@@ -225,7 +225,7 @@ def test_group_puts_each_scale_set_in_the_family_its_marker_names():
         listed("a-0000abcd", extended_state=Marker("a", config_hash(specs[0])).render()),
     ]
 
-    grouping = group(prepared, observed)
+    grouping = group(prepared, observed, all_readable=True)
 
     family_a, family_ab = grouping.families["a"], grouping.families["a-b"]
     assert family_a.live is not None
@@ -246,7 +246,7 @@ def test_a_set_named_as_the_live_name_is_live_only_with_the_generation_in_its_ma
     other = spec_generation(spec(labels=("arm64",)))
     observed = [listed(live_name(current), extended_state=_marker("small", other))]
 
-    grouping = group(prepared, observed)
+    grouping = group(prepared, observed, all_readable=True)
 
     family = grouping.families["small"]
     assert family.live is None
@@ -273,7 +273,7 @@ def test_group_leaves_unmarked_lookalikes_alone_but_adopts_own_names():
         listed("hand-made"),
     ]
 
-    grouping = group(prepared, observed)
+    grouping = group(prepared, observed, all_readable=True)
 
     family = grouping.families["small"]
     assert family.live is not None

@@ -156,6 +156,61 @@ def test_a_scale_set_of_an_earlier_version_is_adopted_once_by_the_matching_confi
     assert len(garm.list_scalesets_quietly()) == 1
 
 
+def test_a_scale_set_of_an_earlier_version_waits_while_a_configurator_is_unreadable():
+    """Arrange: a scale set stamped by the previous charm version; one publication unreadable.
+
+    Act: a pass with `a`'s spec of that name and entity, then one with every one readable.
+    Assert: no write reaches GARM in the first (another configurator may publish that name),
+    `a` is Blocked saying what to fix; the second adopts it (stamped with `a`).
+    """
+    garm = new_garm()
+    run(garm, [previous_version_spec()])
+    calls = len(garm.log)
+
+    report = run(garm, [spec_of("a")], sweep_orphans=False)
+
+    assert writes_since(garm, calls) == []
+    assert "waits: fix unreadable configurators" in blocked_message(report)
+    assert len(blocked_message(report)) <= STATUS_LIMIT
+    run(garm, [spec_of("a")])
+    assert served_by(garm, "a").enabled
+
+
+def test_a_rename_onto_another_configurators_name_keeps_the_renamers_own_sets():
+    """Arrange: `a` serves `small`, `b` serves `large`.
+
+    Act: `b` renames its scale set to `small` (both now publish it), every publication readable.
+    Assert: both are Blocked and no write reaches GARM: b's `large` set keeps serving, it is
+    not swept as an orphan while b's spec is refused.
+    """
+    garm = new_garm()
+    run(garm, [spec_of("a"), spec_of("b", "large")])
+    calls = len(garm.log)
+
+    report = run(garm, [spec_of("a"), spec_of("b")])
+
+    assert writes_since(garm, calls) == []
+    assert served_by(garm, "b", "large").enabled
+    assert report.orphans == []
+    assert [s.phase for s in report.specs] == [Phase.BLOCKED]
+
+
+def test_an_invalid_rename_keeps_the_old_scale_set():
+    """Arrange: `b` serves `large`. Act: `b` publishes an invalid name instead.
+
+    Assert: b's spec is Blocked naming the problem; no write reaches GARM (the old set serves).
+    """
+    garm = new_garm()
+    run(garm, [spec_of("b", "large")])
+    calls = len(garm.log)
+
+    report = run(garm, [spec_of("b", "Large!")])
+
+    assert writes_since(garm, calls) == []
+    assert served_by(garm, "b", "large").enabled
+    assert [s.phase for s in report.specs] == [Phase.BLOCKED]
+
+
 def test_a_scale_set_of_an_earlier_version_on_another_entity_is_not_adopted():
     """Arrange: a previous-version scale set `small` on the repository; one publication unreadable.
 

@@ -142,7 +142,7 @@ def plan_pass(
 ) -> Plan:
     """One pass's plan from the specs and what GARM lists."""
     prepared = prepare(specs, settings)
-    grouping = group(prepared, scalesets)
+    grouping = group(prepared, scalesets, all_readable=True)
     by_set: dict[int, list[Instance]] = {}
     for instance in instances:
         by_set.setdefault(instance.scale_set_id, []).append(instance)
@@ -290,7 +290,7 @@ def test_another_budget_is_used_for_live_names_and_adoption():
     old = live_name(old_spec, 12)
 
     prepared = prepare([spec], settings)
-    grouping = group(prepared, [listed(old, 1, labels=OLD_LABELS)])
+    grouping = group(prepared, [listed(old, 1, labels=OLD_LABELS)], all_readable=True)
 
     (entry,) = prepared.entries
     assert entry.live_name == live_name(spec, 12)
@@ -384,7 +384,7 @@ def test_an_attempt_under_old_labels_is_not_promoted_to_live():
     live = listed(LIVE, 1, marker=marked())
     old = listed(old_attempt, 2, labels=OLD_LABELS, marker=marked(attempt=1))
 
-    family = group(prepare([SPEC], SETTINGS), [live, old]).families["small"]
+    family = group(prepare([SPEC], SETTINGS), [live, old], all_readable=True).families["small"]
 
     assert family.live is not None
     assert family.live.scaleset.name == LIVE
@@ -400,7 +400,7 @@ def test_unmarked_further_attempts_are_adopted_up_to_64(attempt: int, adopted: b
     name = live_name(SPEC, attempt=attempt)
     live = listed(LIVE, 1, marker=marked())
 
-    grouping = group(prepare([SPEC], SETTINGS), [live, listed(name, 2)])
+    grouping = group(prepare([SPEC], SETTINGS), [live, listed(name, 2)], all_readable=True)
     family = grouping.families["small"]
 
     assert family.live is not None
@@ -426,6 +426,7 @@ def test_instances_are_listed_for_a_retired_orphan_only(retired: bool, instances
     grouping = group(
         prepared,
         [listed(LIVE, 1, marker=marked()), listed("gone-12345", 2, marker=orphan_marker)],
+        all_readable=True,
     )
 
     assert needs(prepared, grouping, sweep_orphans=True).instances is instances
@@ -447,7 +448,7 @@ def test_a_handover_awaits_capacity_only_while_a_predecessor_serves(
     live = listed(LIVE, 1, marker=marked(spec))
     old = listed(OLD, 2, labels=OLD_LABELS, marker=predecessor_marker)
 
-    family = group(prepared, [live, old]).families["small"]
+    family = group(prepared, [live, old], all_readable=True).families["small"]
 
     assert [m.scaleset.name for m in family.predecessors] == [OLD]
     assert awaits_capacity(spec, family) is awaits
