@@ -286,8 +286,27 @@ def rate_limit(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
     """G1: a rate limit with `resources.core` (without it GARM crashes)."""
-    core = {"limit": 5000, "used": 0, "remaining": 5000, "reset": int(time.time()) + 3600}
-    return Answer(200, {"resources": {"core": core}})
+    return Answer(200, {"resources": {"core": _core_rate()}, "rate": _core_rate()})
+
+
+def rate_limit_headers() -> dict[str, str]:
+    """The `X-RateLimit-*` headers GitHub sends with every REST answer.
+
+    GARM records them after each call as the credentials' rate limit: without them it shows a
+    zero rate (`{"reset": -62135596800}`), which GitHub never sends.
+    """
+    core = _core_rate()
+    return {
+        "X-RateLimit-Limit": str(core["limit"]),
+        "X-RateLimit-Remaining": str(core["remaining"]),
+        "X-RateLimit-Used": str(core["used"]),
+        "X-RateLimit-Reset": str(core["reset"]),
+        "X-RateLimit-Resource": "core",
+    }
+
+
+def _core_rate() -> dict[str, int]:
+    return {"limit": 5000, "used": 0, "remaining": 5000, "reset": int(time.time()) + 3600}
 
 
 def downloads(
@@ -736,6 +755,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(answer.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
+            if parts.path.startswith(_API):
+                for name, value in rate_limit_headers().items():
+                    self.send_header(name, value)
             self.end_headers()
             self._write(payload, parts.path)
         except (BrokenPipeError, ConnectionResetError):
