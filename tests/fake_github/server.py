@@ -137,6 +137,8 @@ class FakeGitHub(LoopbackServer):
         self.job_messages: dict[int, list[dict[str, Any]]] = {}
         self.running_jobs: dict[str, tuple[int, int]] = {}
         self.calls: list[tuple[str, str, int]] = []
+        # Every routed request's answer: (method, path with query, status, JSON body or None).
+        self.answers: list[tuple[str, str, int, Any]] = []
         self.installation_tokens: dict[str, int] = {}
         self.app_jwts: list[str] = []
         self._issued: list[str] = []
@@ -336,12 +338,34 @@ def registration_token(
 def runner_groups(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """G4: the organization's runner groups, paginated as GitHub does (`per_page`, `page`)."""
-    groups = [{"id": gid, "name": name} for name, gid in gh.config.runner_groups.items()]
+    """G4: an organization's or enterprise's runner groups, paginated (`per_page`, `page`).
+
+    Each has the fields GitHub's description requires of the entity's kind (an
+    organization's group says whether it is inherited from the enterprise, an enterprise's
+    does not).
+    """
+    kind, name = params["entity"].split("/", 1)
+    configured = gh.config.runner_groups.items()
+    groups = [_runner_group(gh, kind, name, gid, group) for group, gid in configured]
     per_page = int(query.get("per_page", ["30"])[0])
     page = int(query.get("page", ["1"])[0])
     shown = groups[(page - 1) * per_page : page * per_page]
     return Answer(200, {"total_count": len(groups), "runner_groups": shown})
+
+
+def _runner_group(
+    gh: FakeGitHub, kind: str, entity: str, group_id: int, name: str
+) -> dict[str, Any]:
+    runners = f"{gh.url}{_API}/{kind}/{entity}/actions/runner-groups/{group_id}/runners"
+    group: dict[str, Any] = {
+        "id": group_id,
+        "name": name,
+        "visibility": "all",
+        "default": group_id == 1,
+        "runners_url": runners,
+        "allows_public_repositories": False,
+    }
+    return group | ({"inherited": False} if kind == "orgs" else {})
 
 
 def repo_runners(
@@ -683,7 +707,7 @@ def _agent(gh: FakeGitHub, runner: dict[str, Any]) -> dict[str, Any]:
 _API = r"/api/v3"
 _APP_TOKENS = _API + r"/app/installations/(?P<installation>\d+)/access_tokens"
 RELEASES = "/repos/cloudbase/garm-agent/releases"
-_ENTITY = r"/(?:repos/[^/]+/[^/]+|orgs/[^/]+|enterprises/[^/]+)"
+_ENTITY = r"/(?P<entity>repos/[^/]+/[^/]+|orgs/[^/]+|enterprises/[^/]+)"
 _SETS = PIPELINE + r"/_apis/runtime/runnerscalesets"
 _AGENTS = PIPELINE + r"/_apis/distributedtask/pools/0/agents"
 
@@ -750,6 +774,7 @@ class _Handler(BaseHTTPRequestHandler):
         answer = self._answer(method, parts.path, raw, parse_qs(parts.query))
         with self.github.lock:
             self.github.calls.append((method, self.path, answer.status))
+            self.github.answers.append((method, self.path, answer.status, answer.body))
         payload = b"" if answer.body is None else json.dumps(answer.body).encode()
         try:
             self.send_response(answer.status)
