@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 from fake_github.loopback import LoopbackServer
 
 PIPELINE = "/_services/pipelines/fake"
+_GO_ZERO_TIME = "0001-01-01T00:00:00Z"
 _TOKEN_SECONDS = 3600 * 6
 
 
@@ -57,20 +58,31 @@ class FakeGitHubConfig:
     refuse_busy_removal: bool = True
 
 
-# GitHub's Actions service answers errors as a serialised .NET exception; removing an agent
-# that runs a job is refused with 400 and this exception type. GARM only reads the status
-# (400 is its BadRequestError) and quotes the body in its own error's details.
-JOB_STILL_RUNNING = {
-    "$id": "1",
-    "innerException": None,
-    "message": "The agent is running a job and cannot be removed.",
-    "typeName": (
-        "GitHub.DistributedTask.WebApi.JobStillRunningException, GitHub.DistributedTask.WebApi"
-    ),
-    "typeKey": "JobStillRunningException",
-    "errorCode": 0,
-    "eventId": 3000,
-}
+def exception(key: str, message: str) -> dict[str, Any]:
+    """An Actions service error: a serialised .NET exception (`typeName` names its type).
+
+    GitHub's client tells exceptions apart by `typeName` (docs/reference/github-actions-service.md,
+    "Errors"); GARM reads only the status and quotes the body in its own error's details.
+    """
+    return {
+        "$id": "1",
+        "innerException": None,
+        "message": message,
+        "typeName": f"GitHub.DistributedTask.WebApi.{key}, GitHub.DistributedTask.WebApi",
+        "typeKey": key,
+        "errorCode": 0,
+        "eventId": 3000,
+    }
+
+
+# Removing an agent that runs a job is refused with 400 and this exception type.
+JOB_STILL_RUNNING = exception(
+    "JobStillRunningException", "The agent is running a job and cannot be removed."
+)
+_NO_AGENT = exception("AgentNotFoundException", "fake-github: no such agent")
+_NO_SCALE_SET = exception(
+    "RunnerScaleSetNotFoundException", "fake-github: no such runner scale set"
+)
 
 
 @dataclass
@@ -201,13 +213,30 @@ class FakeGitHub(LoopbackServer):
                     del self.runners[agent_id]
 
     def _queue_job(self, scale_set_id: int, kind: str, request_id: int, runner: str) -> None:
-        message = {
+        """Queue a job message with the fields GitHub's client declares for its type.
+
+        docs/reference/github-actions-service.md: `JobMessageBase`, `JobStarted`,
+        `JobCompleted`.
+        """
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        message: dict[str, Any] = {
             "messageType": kind,
-            "jobId": str(request_id),
             "runnerRequestId": request_id,
             "repositoryName": "fake-repo",
             "ownerName": "fake-org",
+            "jobId": str(request_id),
+            "jobWorkflowRef": "fake-org/fake-repo/.github/workflows/ci.yaml@refs/heads/main",
             "jobDisplayName": "fake job",
+            "workflowRunId": request_id,
+            "eventName": "push",
+            "requestLabels": [],
+            "queueTime": now,
+            "scaleSetAssignTime": now,
+            "runnerAssignTime": now,
+            "finishTime": now if kind == "JobCompleted" else _GO_ZERO_TIME,
+            "runnerId": next(
+                (agent for agent, r in self.runners.items() if r["name"] == runner), 0
+            ),
             "runnerName": runner,
         }
         if kind == "JobCompleted":
@@ -494,11 +523,11 @@ def create_scale_set(
     limit = gh.config.max_name_length
     if limit and len(name) > limit:
         message = f"fake-github: runner scale set name longer than {limit} characters"
-        return Answer(400, {"message": message, "typeKey": "ValidationException"})
+        return Answer(400, exception("ValidationException", message))
     with gh.lock:
         if any(s["name"] == name and s["runnerGroupId"] == group for s in gh.scale_sets.values()):
             message = f"fake-github: scale set {name} already exists in runner group"
-            return Answer(409, {"message": message, "typeKey": "RunnerScaleSetExistsException"})
+            return Answer(409, exception("RunnerScaleSetExistsException", message))
         record = {
             "id": gh.new_id(),
             "name": name,
@@ -516,14 +545,12 @@ def patch_scale_set(
     with gh.lock:
         record = gh.scale_sets.get(int(params["id"]))
         if record is None:
-            return Answer(404, {"message": "not found"})
+            return Answer(404, _NO_SCALE_SET)
         if body.get("name"):
             limit = gh.config.max_name_length
             if limit and len(body["name"]) > limit:
-                return Answer(
-                    400,
-                    {"message": f"fake-github: scale set name longer than {limit} characters"},
-                )
+                message = f"fake-github: scale set name longer than {limit} characters"
+                return Answer(400, exception("ValidationException", message))
             record["name"] = body["name"]
         if body.get("runnerGroupId"):
             record["runnerGroupId"] = body["runnerGroupId"]
@@ -537,10 +564,9 @@ def delete_scale_set(
     if gh.config.delete_status == 204:
         with gh.lock:
             if gh.scale_sets.pop(int(params["id"]), None) is None:
-                return Answer(404, {"message": "fake-github: no such runner scale set"})
-    return Answer(
-        gh.config.delete_status, None if gh.config.delete_status == 204 else {"message": "fake"}
-    )
+                return Answer(404, _NO_SCALE_SET)
+    status = gh.config.delete_status
+    return Answer(status, None if status == 204 else exception("ServiceException", "fake"))
 
 
 def find_runner_group(
@@ -563,7 +589,7 @@ def create_session(
     session_id = params.get("session") or str(uuid.uuid4())
     with gh.lock:
         if scale_set_id not in gh.scale_sets:
-            return Answer(404, {"message": "fake-github: no such runner scale set"})
+            return Answer(404, _NO_SCALE_SET)
         gh.sessions[session_id] = scale_set_id
     return Answer(200, _session(gh, scale_set_id, session_id))
 
@@ -589,9 +615,7 @@ def jit_config(
     with gh.lock:
         gh.runners[runner["id"]] = runner
     encoded = base64.b64encode(json.dumps({".runner": "fake"}).encode()).decode()
-    return Answer(
-        200, {"runner": {"id": runner["id"], "name": runner["name"]}, "encodedJITConfig": encoded}
-    )
+    return Answer(200, {"runner": dict(runner), "encodedJITConfig": encoded})
 
 
 def list_agents(
@@ -609,11 +633,7 @@ def get_agent(
     """A11: one agent."""
     with gh.lock:
         runner = gh.runners.get(int(params["agent"]))
-    return (
-        Answer(404, {"message": "not found"})
-        if runner is None
-        else Answer(200, _agent(gh, runner))
-    )
+    return Answer(404, _NO_AGENT) if runner is None else Answer(200, _agent(gh, runner))
 
 
 def delete_agent(
@@ -628,7 +648,7 @@ def delete_agent(
     with gh.lock:
         runner = gh.runners.get(agent_id)
         if runner is None:
-            return Answer(404, {"message": "Agent not found"})
+            return Answer(404, _NO_AGENT)
         if gh.config.refuse_busy_removal and runner["name"] in gh.running_jobs:
             return Answer(400, JOB_STILL_RUNNING)
         del gh.runners[agent_id]
@@ -653,7 +673,7 @@ def poll_messages(
     scale_set_id = int(params["id"])
     with gh.lock:
         if scale_set_id not in gh.scale_sets:
-            return Answer(404, {"message": "fake-github: no such runner scale set"})
+            return Answer(404, _NO_SCALE_SET)
         assigned = gh.assigned_jobs.pop(scale_set_id, None)
         jobs = gh.job_messages.pop(scale_set_id, [])
         running = sum(1 for owner, _ in gh.running_jobs.values() if owner == scale_set_id)
@@ -661,15 +681,7 @@ def poll_messages(
         gh.hold_poll()
         return Answer(202)
     assigned = running if assigned is None else assigned
-    statistics = {
-        "totalAvailableJobs": 0,
-        "totalAcquiredJobs": 0,
-        "totalAssignedJobs": assigned,
-        "totalRunningJobs": 0,
-        "totalRegisteredRunners": 0,
-        "totalBusyRunners": 0,
-        "totalIdleRunners": 0,
-    }
+    statistics = _statistics(assigned)
     message = {
         "messageId": gh.new_id(),
         "messageType": "RunnerScaleSetJobMessages",
@@ -695,8 +707,15 @@ def _session(gh: FakeGitHub, scale_set_id: int, session_id: str) -> dict[str, An
         },
         "messageQueueUrl": f"{gh.url}/msgq/{scale_set_id}",
         "messageQueueAccessToken": gh.issue_jwt(),
-        "statistics": {"totalAssignedJobs": 0},
+        "statistics": _statistics(0),
     }
+
+
+def _statistics(assigned: int) -> dict[str, int]:
+    """`RunnerScaleSetStatistic`: every count, the assigned jobs as given."""
+    counts = ("Available", "Acquired", "Assigned", "Running", "Registered", "Busy", "Idle")
+    keys = [f"total{c}Jobs" for c in counts[:4]] + [f"total{c}Runners" for c in counts[4:]]
+    return {key: assigned if key == "totalAssignedJobs" else 0 for key in keys}
 
 
 def _agent(gh: FakeGitHub, runner: dict[str, Any]) -> dict[str, Any]:
