@@ -236,6 +236,19 @@ class RealGarm:
         }
         return token, self.expect("POST", "/repositories", repo, token=token)["id"]
 
+    def instance_token(self, runner: str) -> str:
+        """Return the token GARM gave the fake provider for a runner (`instance-token`).
+
+        With it a test reports as the runner would, through GARM's callback URL.
+
+        Raises:
+            LookupError: when the provider never created that runner.
+        """
+        instances = json.loads((self.workdir / "instances.json").read_text())
+        if runner not in instances:
+            raise LookupError(f"the fake provider has no instance {runner!r}")
+        return str(instances[runner]["instance_token"])
+
     def reset_admin_password(self, username: str, password: str) -> None:
         """Run `garm admin password-reset` (builds after v0.2.1) on this GARM's database.
 

@@ -181,6 +181,50 @@ def test_standalone_prints_url_and_credentials(option: tuple[str, ...], version:
     assert ("garm_agent_version" in info) is (version == "newer")
 
 
+@pytest.mark.parametrize(
+    ("option", "statuses"), [((), {"idle"}), (("--no-runners-report",), {"pending"})]
+)
+def test_standalone_runners_report_unless_told_not_to(option: tuple[str, ...], statuses: set[str]):
+    """Arrange: `python -m garm_sim --port 0 [--no-runners-report]` with a repository.
+
+    Act: create an enabled scale set with min idle 1 and read its runner after a few requests.
+
+    Assert: by default the runner reports `idle` by itself; with `--no-runners-report` it stays
+    `pending` (as on a real GARM whose provider boots nothing) until a runner posts to the
+    callback URL.
+    """
+    runners: list[dict[str, object]] = []
+    process = subprocess.Popen(
+        [sys.executable, "-m", "garm_sim", "--port", "0", "--provider", "fake", *option],
+        cwd=TESTS_DIR,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().split()[4]
+        process.stdout.readline()
+        password = process.stdout.readline().split(": ", 1)[1].strip()
+        login = call(url, "POST", "/auth/login", {"username": "admin", "password": password})
+        token = login.json["token"]
+        creds = {"name": "pat", "endpoint": "github.com", "auth_type": "pat"}
+        creds |= {"pat": {"oauth2_token": "t"}}
+        call(url, "POST", "/github/credentials", creds, token=token)
+        repo = {"owner": "o", "name": "r", "credentials_name": "pat", "webhook_secret": "s" * 16}
+        repo_id = call(url, "POST", "/repositories", repo, token=token).json["id"]
+        body = {"name": "set", "provider_name": "fake", "image": "i", "flavor": "f"}
+        body |= {"os_type": "linux", "os_arch": "amd64", "max_runners": 1}
+        body |= {"min_idle_runners": 1, "enabled": True}
+        created = call(url, "POST", f"/repositories/{repo_id}/scalesets", body, token=token).json
+        for _ in range(3):
+            runners = call(url, "GET", f"/scalesets/{created['id']}/instances", token=token).json
+    finally:
+        process.terminate()
+        process.wait(timeout=5)
+
+    assert {runner["runner_status"] for runner in runners} == statuses
+
+
 def test_concurrent_requests_are_all_answered(garm: Garm):
     """Arrange: a scale set. Act: 40 concurrent GETs and PUTs from 8 threads.
 

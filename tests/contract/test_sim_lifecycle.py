@@ -333,3 +333,40 @@ def test_finish_job_by_scaleset_name(garm: Garm):
     assert finished == busy
     assert busy not in remaining
     assert len(remaining) == 2
+
+
+def test_a_runner_reports_through_the_callback_url(garm: Garm):
+    """Arrange: a runner that does not report by itself, and the token its provider got.
+
+    Act: post `installing`, an unknown status, `idle`, then `installing` again, with that
+    token; also post once with a forged one (B44).
+
+    Assert: the forged token and the post after `idle` are 401; the unknown status is 400
+    naming the transition; the runner ends `idle`, takes a job, and lists every message.
+    """
+    garm.sim.github.runners_report = False
+    created = garm.create_scaleset("reports", enabled=True, min_idle_runners=1)
+    runner = garm.sim.instances(created["id"])[0].name
+    token = garm.sim.instance_token(runner)
+
+    def report(status: str, with_token: str = token) -> int:
+        body = {"status": status, "message": f"now {status}"}
+        return garm.call("POST", "/callbacks/status", body, token=with_token).status
+
+    answers = [
+        report("installing", "forged.token.x"),
+        report("installing"),
+        report("no-such-status"),
+        report("idle"),
+        report("installing"),
+    ]
+    read = garm.call("GET", f"/instances/{runner}").json
+
+    assert answers == [401, 200, 400, 200, 401]
+    assert read["runner_status"] == "idle"
+    assert [m["message"] for m in read["status_messages"]] == [
+        "now installing",
+        "now no-such-status",
+        "now idle",
+    ]
+    assert garm.sim.start_job(created["id"]) == runner

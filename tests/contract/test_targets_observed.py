@@ -309,18 +309,22 @@ CREDENTIALS_KEYS = [
 def test_entity_and_credentials_shapes(target: Target):
     """Arrange: a repository and an organization on PAT credentials.
 
-    Act: read the repository, and the credentials by id.
+    Act: read the repository once its pool manager runs, and the credentials by id.
 
-    Assert: GARM's key orders (a repository's differs from an organization's); the credentials
-    list their repositories and organizations with empty credentials and endpoint.
+    Assert: GARM's key orders (a repository's differs from an organization's; read by id, the
+    repository ends with its events); the credentials list their repositories and
+    organizations with empty credentials and endpoint.
     """
     org = {"name": "org1", "credentials_name": "fake-pat", "webhook_secret": "s" * 16}
     organization = target.call("POST", "/organizations", org).json
-    repository = target.call("GET", f"/repositories/{target.repo_id}").json
+    path = f"/repositories/{target.repo_id}"
+    target.wait_until(lambda: target.call("GET", path).json["pool_manager_status"].get("running"))
+    repository = target.call("GET", path).json
     target.wait_until(lambda: "rate_limit" in target.call("GET", "/github/credentials/1").json)
     credentials = target.call("GET", "/github/credentials/1").json
 
-    assert list(repository) == REPOSITORY_KEYS
+    assert list(repository) == [*REPOSITORY_KEYS, "events"]
+    assert [e["message"] for e in repository["events"]] == ["successfully updated tools"]
     assert list(organization) == ORGANIZATION_KEYS
     assert list(credentials) == CREDENTIALS_KEYS
     embedded = credentials["repositories"][0]
@@ -333,10 +337,13 @@ def test_entity_and_credentials_shapes(target: Target):
 def test_controller_info_keys_by_version(target: Target):
     """Arrange: a bootstrapped GARM. Act: set the agent releases URL, read the controller info.
 
-    Assert: GARM's keys in order for the version; the newer GARM also reports when it cached
-    the releases index (it fetches a new URL at once).
+    Assert: GARM's keys in order for the version; the newer GARM also reports, once its worker
+    cached the releases index (a second or so after the PUT), when it did.
     """
     target.call("PUT", "/controller", {"garm_agent_releases_url": target.releases_url})
+    cached = "cached_garm_agent_release_fetched_at"
+    if target.version != V021:
+        target.wait_until(lambda: cached in target.call("GET", "/controller-info").json)
     info = target.call("GET", "/controller-info").json
 
     keys = ["controller_id", "hostname", "metadata_url", "callback_url"]

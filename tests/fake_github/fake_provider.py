@@ -36,8 +36,15 @@ def run(command: str, state: dict[str, Any]) -> int:
     pool = os.environ.get("GARM_POOL_ID", "")
     instance_id = os.environ.get("GARM_INSTANCE_ID", "")
     if command == "CreateInstance":
-        name = json.load(sys.stdin)["name"]
-        state[name] = {"pool": pool}
+        bootstrap = json.load(sys.stdin)
+        name = bootstrap["name"]
+        # What a runner on the instance would report with (GARM's callback URL and the
+        # instance's token), so a test can act as the runner that boots there.
+        state[name] = {
+            "pool": pool,
+            "callback_url": bootstrap.get("callback-url", ""),
+            "instance_token": bootstrap.get("instance-token", ""),
+        }
         print(json.dumps(_instance(name)))
         return 0
     if command == "ListInstances":

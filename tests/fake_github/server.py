@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 from fake_github.loopback import LoopbackServer
 
 PIPELINE = "/_services/pipelines/fake"
+_GO_ZERO_TIME = "0001-01-01T00:00:00Z"
 _TOKEN_SECONDS = 3600 * 6
 
 
@@ -57,20 +58,31 @@ class FakeGitHubConfig:
     refuse_busy_removal: bool = True
 
 
-# GitHub's Actions service answers errors as a serialised .NET exception; removing an agent
-# that runs a job is refused with 400 and this exception type. GARM only reads the status
-# (400 is its BadRequestError) and quotes the body in its own error's details.
-JOB_STILL_RUNNING = {
-    "$id": "1",
-    "innerException": None,
-    "message": "The agent is running a job and cannot be removed.",
-    "typeName": (
-        "GitHub.DistributedTask.WebApi.JobStillRunningException, GitHub.DistributedTask.WebApi"
-    ),
-    "typeKey": "JobStillRunningException",
-    "errorCode": 0,
-    "eventId": 3000,
-}
+def exception(key: str, message: str) -> dict[str, Any]:
+    """An Actions service error: a serialised .NET exception (`typeName` names its type).
+
+    GitHub's client tells exceptions apart by `typeName` (docs/reference/github-actions-service.md,
+    "Errors"); GARM reads only the status and quotes the body in its own error's details.
+    """
+    return {
+        "$id": "1",
+        "innerException": None,
+        "message": message,
+        "typeName": f"GitHub.DistributedTask.WebApi.{key}, GitHub.DistributedTask.WebApi",
+        "typeKey": key,
+        "errorCode": 0,
+        "eventId": 3000,
+    }
+
+
+# Removing an agent that runs a job is refused with 400 and this exception type.
+JOB_STILL_RUNNING = exception(
+    "JobStillRunningException", "The agent is running a job and cannot be removed."
+)
+_NO_AGENT = exception("AgentNotFoundException", "fake-github: no such agent")
+_NO_SCALE_SET = exception(
+    "RunnerScaleSetNotFoundException", "fake-github: no such runner scale set"
+)
 
 
 @dataclass
@@ -137,6 +149,8 @@ class FakeGitHub(LoopbackServer):
         self.job_messages: dict[int, list[dict[str, Any]]] = {}
         self.running_jobs: dict[str, tuple[int, int]] = {}
         self.calls: list[tuple[str, str, int]] = []
+        # Every routed request's answer: (method, path with query, status, JSON body or None).
+        self.answers: list[tuple[str, str, int, Any]] = []
         self.installation_tokens: dict[str, int] = {}
         self.app_jwts: list[str] = []
         self._issued: list[str] = []
@@ -199,13 +213,30 @@ class FakeGitHub(LoopbackServer):
                     del self.runners[agent_id]
 
     def _queue_job(self, scale_set_id: int, kind: str, request_id: int, runner: str) -> None:
-        message = {
+        """Queue a job message with the fields GitHub's client declares for its type.
+
+        docs/reference/github-actions-service.md: `JobMessageBase`, `JobStarted`,
+        `JobCompleted`.
+        """
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        message: dict[str, Any] = {
             "messageType": kind,
-            "jobId": str(request_id),
             "runnerRequestId": request_id,
             "repositoryName": "fake-repo",
             "ownerName": "fake-org",
+            "jobId": str(request_id),
+            "jobWorkflowRef": "fake-org/fake-repo/.github/workflows/ci.yaml@refs/heads/main",
             "jobDisplayName": "fake job",
+            "workflowRunId": request_id,
+            "eventName": "push",
+            "requestLabels": [],
+            "queueTime": now,
+            "scaleSetAssignTime": now,
+            "runnerAssignTime": now,
+            "finishTime": now if kind == "JobCompleted" else _GO_ZERO_TIME,
+            "runnerId": next(
+                (agent for agent, r in self.runners.items() if r["name"] == runner), 0
+            ),
             "runnerName": runner,
         }
         if kind == "JobCompleted":
@@ -286,8 +317,27 @@ def rate_limit(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
     """G1: a rate limit with `resources.core` (without it GARM crashes)."""
-    core = {"limit": 5000, "used": 0, "remaining": 5000, "reset": int(time.time()) + 3600}
-    return Answer(200, {"resources": {"core": core}})
+    return Answer(200, {"resources": {"core": _core_rate()}, "rate": _core_rate()})
+
+
+def rate_limit_headers() -> dict[str, str]:
+    """The `X-RateLimit-*` headers GitHub sends with every REST answer.
+
+    GARM records them after each call as the credentials' rate limit: without them it shows a
+    zero rate (`{"reset": -62135596800}`), which GitHub never sends.
+    """
+    core = _core_rate()
+    return {
+        "X-RateLimit-Limit": str(core["limit"]),
+        "X-RateLimit-Remaining": str(core["remaining"]),
+        "X-RateLimit-Used": str(core["used"]),
+        "X-RateLimit-Reset": str(core["reset"]),
+        "X-RateLimit-Resource": "core",
+    }
+
+
+def _core_rate() -> dict[str, int]:
+    return {"limit": 5000, "used": 0, "remaining": 5000, "reset": int(time.time()) + 3600}
 
 
 def downloads(
@@ -317,12 +367,34 @@ def registration_token(
 def runner_groups(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """G4: the organization's runner groups, paginated as GitHub does (`per_page`, `page`)."""
-    groups = [{"id": gid, "name": name} for name, gid in gh.config.runner_groups.items()]
+    """G4: an organization's or enterprise's runner groups, paginated (`per_page`, `page`).
+
+    Each has the fields GitHub's description requires of the entity's kind (an
+    organization's group says whether it is inherited from the enterprise, an enterprise's
+    does not).
+    """
+    kind, name = params["entity"].split("/", 1)
+    configured = gh.config.runner_groups.items()
+    groups = [_runner_group(gh, kind, name, gid, group) for group, gid in configured]
     per_page = int(query.get("per_page", ["30"])[0])
     page = int(query.get("page", ["1"])[0])
     shown = groups[(page - 1) * per_page : page * per_page]
     return Answer(200, {"total_count": len(groups), "runner_groups": shown})
+
+
+def _runner_group(
+    gh: FakeGitHub, kind: str, entity: str, group_id: int, name: str
+) -> dict[str, Any]:
+    runners = f"{gh.url}{_API}/{kind}/{entity}/actions/runner-groups/{group_id}/runners"
+    group: dict[str, Any] = {
+        "id": group_id,
+        "name": name,
+        "visibility": "all",
+        "default": group_id == 1,
+        "runners_url": runners,
+        "allows_public_repositories": False,
+    }
+    return group | ({"inherited": False} if kind == "orgs" else {})
 
 
 def repo_runners(
@@ -451,11 +523,11 @@ def create_scale_set(
     limit = gh.config.max_name_length
     if limit and len(name) > limit:
         message = f"fake-github: runner scale set name longer than {limit} characters"
-        return Answer(400, {"message": message, "typeKey": "ValidationException"})
+        return Answer(400, exception("ValidationException", message))
     with gh.lock:
         if any(s["name"] == name and s["runnerGroupId"] == group for s in gh.scale_sets.values()):
             message = f"fake-github: scale set {name} already exists in runner group"
-            return Answer(409, {"message": message, "typeKey": "RunnerScaleSetExistsException"})
+            return Answer(409, exception("RunnerScaleSetExistsException", message))
         record = {
             "id": gh.new_id(),
             "name": name,
@@ -473,14 +545,12 @@ def patch_scale_set(
     with gh.lock:
         record = gh.scale_sets.get(int(params["id"]))
         if record is None:
-            return Answer(404, {"message": "not found"})
+            return Answer(404, _NO_SCALE_SET)
         if body.get("name"):
             limit = gh.config.max_name_length
             if limit and len(body["name"]) > limit:
-                return Answer(
-                    400,
-                    {"message": f"fake-github: scale set name longer than {limit} characters"},
-                )
+                message = f"fake-github: scale set name longer than {limit} characters"
+                return Answer(400, exception("ValidationException", message))
             record["name"] = body["name"]
         if body.get("runnerGroupId"):
             record["runnerGroupId"] = body["runnerGroupId"]
@@ -494,10 +564,9 @@ def delete_scale_set(
     if gh.config.delete_status == 204:
         with gh.lock:
             if gh.scale_sets.pop(int(params["id"]), None) is None:
-                return Answer(404, {"message": "fake-github: no such runner scale set"})
-    return Answer(
-        gh.config.delete_status, None if gh.config.delete_status == 204 else {"message": "fake"}
-    )
+                return Answer(404, _NO_SCALE_SET)
+    status = gh.config.delete_status
+    return Answer(status, None if status == 204 else exception("ServiceException", "fake"))
 
 
 def find_runner_group(
@@ -520,7 +589,7 @@ def create_session(
     session_id = params.get("session") or str(uuid.uuid4())
     with gh.lock:
         if scale_set_id not in gh.scale_sets:
-            return Answer(404, {"message": "fake-github: no such runner scale set"})
+            return Answer(404, _NO_SCALE_SET)
         gh.sessions[session_id] = scale_set_id
     return Answer(200, _session(gh, scale_set_id, session_id))
 
@@ -546,9 +615,7 @@ def jit_config(
     with gh.lock:
         gh.runners[runner["id"]] = runner
     encoded = base64.b64encode(json.dumps({".runner": "fake"}).encode()).decode()
-    return Answer(
-        200, {"runner": {"id": runner["id"], "name": runner["name"]}, "encodedJITConfig": encoded}
-    )
+    return Answer(200, {"runner": dict(runner), "encodedJITConfig": encoded})
 
 
 def list_agents(
@@ -566,11 +633,7 @@ def get_agent(
     """A11: one agent."""
     with gh.lock:
         runner = gh.runners.get(int(params["agent"]))
-    return (
-        Answer(404, {"message": "not found"})
-        if runner is None
-        else Answer(200, _agent(gh, runner))
-    )
+    return Answer(404, _NO_AGENT) if runner is None else Answer(200, _agent(gh, runner))
 
 
 def delete_agent(
@@ -585,7 +648,7 @@ def delete_agent(
     with gh.lock:
         runner = gh.runners.get(agent_id)
         if runner is None:
-            return Answer(404, {"message": "Agent not found"})
+            return Answer(404, _NO_AGENT)
         if gh.config.refuse_busy_removal and runner["name"] in gh.running_jobs:
             return Answer(400, JOB_STILL_RUNNING)
         del gh.runners[agent_id]
@@ -610,7 +673,7 @@ def poll_messages(
     scale_set_id = int(params["id"])
     with gh.lock:
         if scale_set_id not in gh.scale_sets:
-            return Answer(404, {"message": "fake-github: no such runner scale set"})
+            return Answer(404, _NO_SCALE_SET)
         assigned = gh.assigned_jobs.pop(scale_set_id, None)
         jobs = gh.job_messages.pop(scale_set_id, [])
         running = sum(1 for owner, _ in gh.running_jobs.values() if owner == scale_set_id)
@@ -618,15 +681,7 @@ def poll_messages(
         gh.hold_poll()
         return Answer(202)
     assigned = running if assigned is None else assigned
-    statistics = {
-        "totalAvailableJobs": 0,
-        "totalAcquiredJobs": 0,
-        "totalAssignedJobs": assigned,
-        "totalRunningJobs": 0,
-        "totalRegisteredRunners": 0,
-        "totalBusyRunners": 0,
-        "totalIdleRunners": 0,
-    }
+    statistics = _statistics(assigned)
     message = {
         "messageId": gh.new_id(),
         "messageType": "RunnerScaleSetJobMessages",
@@ -652,8 +707,15 @@ def _session(gh: FakeGitHub, scale_set_id: int, session_id: str) -> dict[str, An
         },
         "messageQueueUrl": f"{gh.url}/msgq/{scale_set_id}",
         "messageQueueAccessToken": gh.issue_jwt(),
-        "statistics": {"totalAssignedJobs": 0},
+        "statistics": _statistics(0),
     }
+
+
+def _statistics(assigned: int) -> dict[str, int]:
+    """`RunnerScaleSetStatistic`: every count, the assigned jobs as given."""
+    counts = ("Available", "Acquired", "Assigned", "Running", "Registered", "Busy", "Idle")
+    keys = [f"total{c}Jobs" for c in counts[:4]] + [f"total{c}Runners" for c in counts[4:]]
+    return {key: assigned if key == "totalAssignedJobs" else 0 for key in keys}
 
 
 def _agent(gh: FakeGitHub, runner: dict[str, Any]) -> dict[str, Any]:
@@ -664,7 +726,7 @@ def _agent(gh: FakeGitHub, runner: dict[str, Any]) -> dict[str, Any]:
 _API = r"/api/v3"
 _APP_TOKENS = _API + r"/app/installations/(?P<installation>\d+)/access_tokens"
 RELEASES = "/repos/cloudbase/garm-agent/releases"
-_ENTITY = r"/(?:repos/[^/]+/[^/]+|orgs/[^/]+|enterprises/[^/]+)"
+_ENTITY = r"/(?P<entity>repos/[^/]+/[^/]+|orgs/[^/]+|enterprises/[^/]+)"
 _SETS = PIPELINE + r"/_apis/runtime/runnerscalesets"
 _AGENTS = PIPELINE + r"/_apis/distributedtask/pools/0/agents"
 
@@ -731,11 +793,15 @@ class _Handler(BaseHTTPRequestHandler):
         answer = self._answer(method, parts.path, raw, parse_qs(parts.query))
         with self.github.lock:
             self.github.calls.append((method, self.path, answer.status))
+            self.github.answers.append((method, self.path, answer.status, answer.body))
         payload = b"" if answer.body is None else json.dumps(answer.body).encode()
         try:
             self.send_response(answer.status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
+            if parts.path.startswith(_API):
+                for name, value in rate_limit_headers().items():
+                    self.send_header(name, value)
             self.end_headers()
             self._write(payload, parts.path)
         except (BrokenPipeError, ConnectionResetError):

@@ -24,6 +24,16 @@ def main(argv: list[str] | None = None) -> None:
         default=V021,
         help="the GARM to answer as: the release the charm installs, or the newer main branch",
     )
+    parser.add_argument(
+        "--runners-report",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=(
+            "booted runners report to GARM by themselves (installing, then idle), as a working "
+            "image does; --no-runners-report: they stay pending, as on a real GARM whose "
+            "provider boots nothing, until something posts to /api/v1/callbacks/status"
+        ),
+    )
     args = parser.parse_args(argv)
     sim = GarmSim(
         args.provider,
@@ -31,10 +41,12 @@ def main(argv: list[str] | None = None) -> None:
         boot_seconds=args.boot_seconds,
         garm_version=args.garm_version,
     )
+    sim.github.runners_report = args.runners_report
     sim.start()
     print(
         f"GARM simulator listening on {sim.url} (API under {sim.url}/api/v1), "
-        f"answering as GARM {sim.garm_version}",
+        f"answering as GARM {sim.garm_version}"
+        f"{'' if args.runners_report else ', runners do not report by themselves'}",
         flush=True,
     )
     if not args.fresh:

@@ -11,11 +11,14 @@ import secrets
 from typing import Any, cast
 
 from garm_sim.errors import authentication_failed, init_required, urls_required
+from garm_sim.model import Instance
 from garm_sim.password import is_strong
 from garm_sim.routing import Gate
 from garm_sim.state import SimState
 
 TOKEN_TTL_SECONDS = 24 * 3600
+# GARM's instance tokens outlive the bootstrap timeout by its reap interval.
+_REAP_SECONDS = 5 * 60
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
@@ -47,9 +50,7 @@ class TokenSigner:
             "exp": int(state.clock.now() + self.time_to_live),
             "iss": "garm",
         }
-        header = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-        payload = _b64url(json.dumps(claims).encode())
-        return f"{header}.{payload}.{self._sign(f'{header}.{payload}')}"
+        return self._signed(claims)
 
     def user_of(self, state: SimState, authorization: str | None) -> str:
         """Return the admin username a request is authenticated as.
@@ -77,6 +78,57 @@ class TokenSigner:
         if not valid or admin is None:
             raise authentication_failed()
         return admin.username
+
+    def issue_instance(self, state: SimState, instance: Instance) -> str:
+        """Return the token GARM hands a new instance's provider (`instance-token`).
+
+        It lasts the scale set's bootstrap timeout plus GARM's reap interval (5 minutes).
+        """
+        scaleset = state.scalesets.get(instance.scaleset_id)
+        minutes = scaleset.runner_bootstrap_timeout if scaleset is not None else 20
+        entity = state.entities.get(scaleset.entity_id) if scaleset is not None else None
+        claims: dict[str, Any] = {
+            "id": instance.id,
+            "name": instance.name,
+            "provider_id": "",
+            "scope": entity.kind if entity is not None else "",
+            "entity": entity.display_name if entity is not None else "",
+            "create_attempt": 0,
+            "forge_type": "github",
+            "is_agent": False,
+            "exp": int(state.clock.now() + minutes * 60 + _REAP_SECONDS),
+            "iss": "garm",
+        }
+        return self._signed(claims)
+
+    def instance_of(self, state: SimState, authorization: str | None) -> Instance:
+        """Return the instance a callback is authenticated as (GARM's instance middleware).
+
+        Raises:
+            ApiError: 401 `Authentication failed` for a missing, forged or expired token, an
+                unknown instance, a runner that finished installing (only `pending` and
+                `installing` runners may call back) or an instance neither creating nor
+                running.
+        """
+        parts = (authorization or "").split(" ")
+        claims = self._verified_claims(parts[1]) if len(parts) == 2 else None
+        if claims is None or claims.get("is_agent") or not claims.get("name"):
+            raise authentication_failed()
+        instance = state.instances.get(str(claims["name"]))
+        valid = (
+            instance is not None
+            and int(claims.get("exp", 0)) > state.clock.now()
+            and instance.runner_status in ("pending", "installing")
+            and instance.status in ("creating", "running")
+        )
+        if not valid or instance is None:
+            raise authentication_failed()
+        return instance
+
+    def _signed(self, claims: dict[str, Any]) -> str:
+        header = _b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+        payload = _b64url(json.dumps(claims).encode())
+        return f"{header}.{payload}.{self._sign(f'{header}.{payload}')}"
 
     def _verified_claims(self, token: str) -> dict[str, Any] | None:
         pieces = token.split(".")

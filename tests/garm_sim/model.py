@@ -38,6 +38,9 @@ class Controller:
     ca_cert_bundle: str = ""
     garm_agent_releases_url: str = "https://api.github.com/repos/cloudbase/garm-agent/releases"
     agent_releases_fetched_at: str = ""
+    # The newer GARM's cache worker fetches a new releases index after the PUT that set it
+    # (sim clock, ns; 0: nothing due). The PUT's own answer never shows the fetch.
+    agent_releases_fetch_due_ns: int = 0
 
 
 @dataclass
@@ -66,6 +69,10 @@ class Credentials:
     created_at: str
     updated_at: str
     secret: dict[str, Any] = field(default_factory=lambda: {})
+    # When they were created (sim clock); 0: before GARM started (seeded), so already fetched.
+    created_ns: int = 0
+    # GARM recorded GitHub's rate limit for them (from any GitHub answer's X-RateLimit headers).
+    rate_limit_seen: bool = False
 
 
 @dataclass
@@ -82,6 +89,10 @@ class Entity:
     created_at: str
     updated_at: str
     agent_mode: bool = False
+    # GARM's entity pool manager: "starting up" until its first pass (it fetched the tools).
+    pool_manager_running: bool = False
+    # GARM's entity events (`{"id", "created_at", "event_type", "event_level", "message"}`).
+    events: list[dict[str, Any]] = field(default_factory=lambda: [])
 
     @property
     def display_name(self) -> str:
@@ -135,6 +146,8 @@ class Instance:
     # When GitHub dropped the ephemeral runner after its job while no listener ran (a disabled
     # scale set): GARM notices only at its next agents-list consolidation.
     job_finished_ns: int | None = None
+    # What the runner reported through the callback URL (GARM's instance status events).
+    status_messages: list[dict[str, str]] = field(default_factory=lambda: [])
 
 
 @dataclass

@@ -33,6 +33,8 @@ class Request:
     query: dict[str, str]
     raw_body: bytes
     username: str = ""
+    # The `Authorization` header (the instance token, for callbacks).
+    headers_authorization: str | None = None
 
     def body(self) -> Body:
         """Return the decoded JSON body (400 `invalid request` if it is not JSON)."""

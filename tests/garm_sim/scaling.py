@@ -19,6 +19,7 @@ import secrets
 import string
 import uuid
 
+from garm_sim import workers
 from garm_sim.model import DELETING_STATUSES, Instance, ScaleSet
 from garm_sim.state import SimState
 
@@ -39,6 +40,7 @@ def tick(state: SimState, boot_seconds: float) -> None:
         boot_seconds: how long (sim clock) a new runner stays `pending_create`; 0 = at once.
     """
     with state.lock:
+        workers.run(state)
         _finish_deletions(state)
         _report_booted(state)
         _consolidate(state)
@@ -119,6 +121,7 @@ def _finish_boots(state: SimState, boot_seconds: float) -> None:
         booted = now_ns - instance.created_ns >= boot_seconds * 1_000_000_000
         if instance.status == "pending_create" and booted:
             instance.status = "running"
+            instance.provider_id = f"sim-{instance.name}"
             instance.updated_at = state.clock.stamp()
 
 
@@ -142,7 +145,7 @@ def _create_runner(state: SimState, scaleset: ScaleSet, boot_seconds: float) -> 
     instance = Instance(
         id=str(uuid.uuid4()),
         name=name,
-        provider_id=f"sim-{name}",
+        provider_id="" if boot_seconds > 0 else f"sim-{name}",
         provider_name=scaleset.provider_name,
         agent_id=state.ids.agent,
         scaleset_id=scaleset.id,

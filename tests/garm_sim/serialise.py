@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
+from garm_sim import workers
 from garm_sim.clock import GO_ZERO_TIME
 from garm_sim.model import (
     Credentials,
@@ -52,7 +53,8 @@ def credentials_json(
         state: the database.
         creds: the record.
         rate_limit: add GitHub's rate limit as GARM's cache holds it (GET and list answers;
-            not the create answer nor credentials embedded in entities). `used` is omitted
+            not the create answer nor credentials embedded in entities), once GARM fetched
+            one for these credentials (no key before: `garm_sim.workers`). `used` is omitted
             when 0, like every zero field of it.
         entities: list the repositories, organizations and enterprises using them (the answer
             to GET by id), each in its embedded form.
@@ -79,13 +81,16 @@ def credentials_json(
         "created_at": creds.created_at,
         "updated_at": creds.updated_at,
     }
-    if rate_limit and not state.github.behaviour.bad_credentials:
+    fetched = rate_limit and (creds.rate_limit_seen or workers.rate_limit_fetched(state, creds))
+    if fetched and not state.github.behaviour.bad_credentials:
         reset = int(state.clock.now()) + _RATE_LIMIT_WINDOW
         out["rate_limit"] = {"limit": _RATE_LIMIT, "remaining": _RATE_LIMIT, "reset": reset}
     return out
 
 
-def entity_json(state: SimState, entity: Entity, *, embedded: bool = False) -> Json:
+def entity_json(
+    state: SimState, entity: Entity, *, embedded: bool = False, events: bool = False
+) -> Json:
     """Return a repository, organization or enterprise.
 
     Args:
@@ -93,6 +98,7 @@ def entity_json(state: SimState, entity: Entity, *, embedded: bool = False) -> J
         entity: the record.
         embedded: the form inside a credentials answer: GARM leaves the entity's credentials
             and endpoint empty there (zero times only).
+        events: add the entity's events (the answer to GET by id only).
     """
     creds = state.credentials[entity.credentials_id]
     credentials = _ZERO_CREDENTIALS if embedded else credentials_json(state, creds)
@@ -102,22 +108,32 @@ def entity_json(state: SimState, entity: Entity, *, embedded: bool = False) -> J
         # GARM's Repository struct orders its fields differently from Organization's.
         out |= {"owner": entity.owner, "name": entity.name, "credentials_name": creds.name}
         out |= {"credentials_id": creds.id, "credentials": credentials}
-        out |= {"agent_mode": entity.agent_mode, "pool_manager_status": {}}
+        out |= {"agent_mode": entity.agent_mode, "pool_manager_status": _pool_manager(entity)}
         out |= {"pool_balancing_type": entity.pool_balancing_type, "endpoint": endpoint}
-        return out | {"created_at": entity.created_at, "updated_at": entity.updated_at}
+        out |= {"created_at": entity.created_at, "updated_at": entity.updated_at}
+        if events:
+            _put(out, "events", [dict(event) for event in entity.events])
+        return out
     out |= {
         "name": entity.name,
         "credentials_name": creds.name,
         "credentials": credentials,
         "credentials_id": creds.id,
-        "pool_manager_status": {},
+        "pool_manager_status": _pool_manager(entity),
         "pool_balancing_type": entity.pool_balancing_type,
         "endpoint": endpoint,
         "created_at": entity.created_at,
         "updated_at": entity.updated_at,
-        "agent_mode": entity.agent_mode,
     }
+    if events:
+        _put(out, "events", [dict(event) for event in entity.events])
+    out["agent_mode"] = entity.agent_mode
     return out
+
+
+def _pool_manager(entity: Entity) -> Json:
+    """The entity's pool manager status: `{}` in the create answer, running from a pass on."""
+    return {"running": True} if entity.pool_manager_running else {}
 
 
 _ZERO_ENDPOINT: Json = {"created_at": GO_ZERO_TIME, "updated_at": GO_ZERO_TIME}
@@ -142,22 +158,31 @@ def template_json(template: Template, *, with_data: bool) -> Json:
     return out
 
 
-def instance_json(state: SimState, instance: Instance, *, embedded: bool = False) -> Json:
-    """Return an `Instance`; instances embedded in a scale set lack `provider_name`."""
-    out: Json = {
-        "id": instance.id,
-        "provider_id": instance.provider_id,
+def instance_json(
+    state: SimState, instance: Instance, *, embedded: bool = False, detail: bool = False
+) -> Json:
+    """Return an `Instance`; instances embedded in a scale set lack `provider_name`.
+
+    Only the answer for one instance (`detail`) carries its status messages.
+    """
+    out: Json = {"id": instance.id}
+    # The provider's id and OS details come with its create answer: none while booting.
+    _put(out, "provider_id", instance.provider_id)
+    out |= {
         "provider_name": "" if embedded else instance.provider_name,
         "agent_id": instance.agent_id,
         "name": instance.name,
     }
     _put(out, "os_type", instance.os_type)
-    out |= {"os_name": "ubuntu", "os_version": "24.04"}
+    if instance.provider_id:
+        out |= {"os_name": "ubuntu", "os_version": "24.04"}
     _put(out, "os_arch", instance.os_arch)
     out |= {"status": instance.status, "runner_status": instance.runner_status}
     out["scale_set_id"] = instance.scaleset_id
     if instance.provider_fault:
         out["provider_fault"] = b64encode(instance.provider_fault)
+    if detail:
+        _put(out, "status_messages", [dict(message) for message in instance.status_messages])
     out |= {
         "created_at": instance.created_at,
         "updated_at": instance.updated_at,

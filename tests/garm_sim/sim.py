@@ -162,6 +162,7 @@ class GarmSim:
             return early or Response(405)
         route = match.route
         request.params = match.params
+        request.headers_authorization = authorization
         with self.state.lock:
             if self.auto_tick:
                 scaling.tick(self.state, self.boot_seconds)
@@ -315,6 +316,21 @@ class GarmSim:
             if scaleset is None:
                 return list(self.state.instances.values())
             return self.state.scaleset_instances(self.scaleset(scaleset).id)
+
+    def instance_token(self, name: str) -> str:
+        """Return the token GARM gives a runner's provider (`instance-token`) to call back with.
+
+        A test posts `{"status": ..., "message": ...}` to `/api/v1/callbacks/status` with it,
+        as GARM's runner install script does on the instance.
+
+        Raises:
+            LookupError: when there is no such instance.
+        """
+        with self.state.lock:
+            instance = self.state.instances.get(name)
+            if instance is None:
+                raise LookupError(f"no instance {name!r}")
+            return self.signer.issue_instance(self.state, instance)
 
     def start_job(self, scaleset: str | int) -> str:
         """Give an idle runner of the scale set a job; return the runner's name."""

@@ -87,9 +87,12 @@ class SimState:
     instances: dict[str, Instance] = field(default_factory=lambda: {})
     proxies: dict[int, Proxy] = field(default_factory=lambda: {})
     ids: Counters = field(default_factory=Counters)
+    # When GARM started (sim clock, ns): its periodic workers count from here.
+    started_ns: int = 0
 
     def __post_init__(self) -> None:
         """Seed what GARM creates at first start: the github.com endpoint and system templates."""
+        self.started_ns = self.clock.now_ns()
         now = self.clock.stamp()
         self.endpoints["github.com"] = Endpoint(
             name="github.com",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from garm_sim.auth import TokenSigner
 from garm_sim.handlers import (
     bootstrap,
+    callbacks,
     entities,
     forge,
     instances,
@@ -25,5 +26,6 @@ def all_routes(signer: TokenSigner, garm_version: GarmVersion = V021) -> list[Ro
         *templates.routes(),
         *scalesets.routes(),
         *instances.routes(),
+        *callbacks.routes(signer),
         *([] if garm_version == V021 else proxies.routes()),
     ]

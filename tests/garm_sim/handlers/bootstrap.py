@@ -14,6 +14,7 @@ from garm_sim.errors import bad_request, conflict, not_authorized
 from garm_sim.model import User
 from garm_sim.routing import Request, Response, Route
 from garm_sim.versions import V021, VERSION_STRINGS
+from garm_sim.workers import AGENT_RELEASES_FETCH_NS
 
 _URL_FIELDS = ("metadata_url", "callback_url", "webhook_url", "agent_url")
 
@@ -118,9 +119,11 @@ def update_controller(request: Request) -> Response:
     releases = body.string("garm_agent_releases_url")
     if releases:
         updates["garm_agent_releases_url"] = releases
-        # The newer GARM fetches a new releases index at once (and caches it); v0.2.1 later.
+        # The newer GARM validates the index at once but caches it from its worker, after the
+        # answer (garm_sim.workers); v0.2.1 reads it on its own schedule.
         if request.state.garm_version != V021:
-            updates["agent_releases_fetched_at"] = request.state.clock.stamp()
+            due = request.state.clock.now_ns() + AGENT_RELEASES_FETCH_NS
+            controller.agent_releases_fetch_due_ns = due
     backoff = body.uint("minimum_job_age_backoff")
     bundle = _ca_bundle_update(body.string("ca_cert_bundle"), body.boolean("clear_ca_cert_bundle"))
     if bundle is not None:

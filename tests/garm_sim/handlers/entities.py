@@ -95,8 +95,9 @@ def create_entity(kind: EntityKind, request: Request) -> Response:
 
 
 def get_entity(kind: EntityKind, request: Request) -> Response:
-    """Return one entity by UUID."""
-    return Response(200, entity_json(request.state, find_entity(request, kind)))
+    """Return one entity by UUID, with its events (`entity_json`)."""
+    entity = find_entity(request, kind, f"error fetching {kind}: ")
+    return Response(200, entity_json(request.state, entity, events=True))
 
 
 def update_entity(kind: EntityKind, request: Request) -> Response:
@@ -152,7 +153,9 @@ def _refuse_duplicate(
             and state.credentials[other.credentials_id].endpoint == endpoint
         )
         if same:
-            raise conflict(f"{_SHORT[kind]} {name} already exists")
+            # GARM names the kind in full and a repository with its owner.
+            shown = f"{owner}/{name}" if kind == "repository" else name
+            raise conflict(f"{kind} {shown} already exists")
 
 
 def _apply_update(state: SimState, entity: Entity, body: Body) -> None:

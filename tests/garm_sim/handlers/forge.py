@@ -15,6 +15,13 @@ from garm_sim.state import SimState, parse_numeric_id
 
 _URL_KEYS = ("api_base_url", "upload_base_url", "base_url")
 _PKCS1_MARKER = b"-----BEGIN RSA PRIVATE KEY-----"
+_CREATE_CREDENTIALS = "failed to create github credentials: error creating github credentials: "
+# GARM checks the users of credentials in this order and names the first kind it finds.
+_IN_USE = (
+    ("repository", "repositories"),
+    ("organization", "organizations"),
+    ("enterprise", "enterprises"),
+)
 
 
 def routes() -> list[Route]:
@@ -49,7 +56,10 @@ def create_endpoint(request: Request) -> Response:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise bad_request(f"invalid {key}")
     if _find_endpoint(state, name) is not None:
-        raise conflict(f"endpoint {name} already exists")
+        raise conflict(
+            "failed to create github endpoint: error creating github endpoint: "
+            "error github endpoint already exists: duplicate"
+        )
     now = state.clock.stamp()
     endpoint = Endpoint(
         name=name,
@@ -67,7 +77,7 @@ def get_endpoint(request: Request) -> Response:
     """Return one endpoint (name matched case-insensitively)."""
     endpoint = _find_endpoint(request.state, request.params["name"])
     if endpoint is None:
-        raise not_found("endpoint not found")
+        raise not_found("failed to get github endpoint: github endpoint not found: not found")
     return Response(200, endpoint_json(endpoint))
 
 
@@ -78,7 +88,10 @@ def delete_endpoint(request: Request) -> Response:
     if endpoint is None:
         return Response(204)
     if any(c.endpoint == endpoint.name for c in state.credentials.values()):
-        raise bad_request("cannot delete endpoint with credentials")
+        raise bad_request(
+            "failed to delete github endpoint: error deleting github endpoint: "
+            "cannot delete endpoint with associated entities: invalid request"
+        )
     del state.endpoints[endpoint.name]
     return Response(204)
 
@@ -99,11 +112,11 @@ def create_credentials(request: Request) -> Response:
         raise bad_request("missing name")
     endpoint = _find_endpoint(state, endpoint_name)
     if endpoint is None:
-        raise not_found(f"endpoint {endpoint_name} not found")
+        raise not_found(f"{_CREATE_CREDENTIALS}github endpoint not found: not found")
     auth_type = body.text("auth_type")
     secret = _secret(body, auth_type)
     if any(c.name.lower() == name.lower() for c in state.credentials.values()):
-        raise conflict(f"credentials {name} already exists")
+        raise conflict(f"{_CREATE_CREDENTIALS}github credentials already exists: duplicate")
     now = state.clock.stamp()
     creds = Credentials(
         state.ids.credentials,
@@ -114,6 +127,7 @@ def create_credentials(request: Request) -> Response:
         now,
         now,
         secret,
+        state.clock.now_ns(),
     )
     state.credentials[creds.id] = creds
     state.ids.credentials += 1
@@ -147,8 +161,12 @@ def delete_credentials(request: Request) -> Response:
     """Delete credentials: 204 (also for unknown ids); refused while entities use them."""
     state = request.state
     creds_id = parse_numeric_id(request.params["id"])
-    if any(e.credentials_id == creds_id for e in state.entities.values()):
-        raise bad_request("credentials are in use by repositories, organizations or enterprises")
+    for kind, plural in _IN_USE:
+        if any(e.credentials_id == creds_id and e.kind == kind for e in state.entities.values()):
+            raise bad_request(
+                "failed to delete github credentials: error deleting github credentials: "
+                f"cannot delete credentials with {plural}: invalid request"
+            )
     state.credentials.pop(creds_id, None)
     return Response(204, EMPTY)
 
@@ -161,7 +179,9 @@ def find_credentials_by_name(state: SimState, name: str) -> Credentials | None:
 def _credentials(request: Request) -> Credentials:
     creds = request.state.credentials.get(parse_numeric_id(request.params["id"]))
     if creds is None:
-        raise not_found("error fetching github credentials: not found")
+        raise not_found(
+            "failed to get github credentials: github credentials not found: not found"
+        )
     return creds
 
 

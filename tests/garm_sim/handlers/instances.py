@@ -12,9 +12,13 @@ _NOT_DELETABLE = (
     '"running, error, pending_force_delete, pending_delete"'
 )
 # GARM's details quote GitHub's answer (the fake GitHub's `JOB_STILL_RUNNING`, shortened).
+_AGENT_URL = (
+    "https://pipelines.actions.githubusercontent.com/_apis/distributedtask/pools/0/agents/{0}"
+    "?api-version=6.0-preview"
+)
 _JOB_STILL_RUNNING = (
-    "error removing runner from github: bad request while calling "
-    "https://pipelines.actions.githubusercontent.com/_apis/distributedtask/pools/0/agents/{}: "
+    "error removing runner from github: request failed for " + _AGENT_URL + ": "
+    "bad request while calling " + _AGENT_URL + ": "
     '"{{\\"typeKey\\":\\"JobStillRunningException\\"}}"'
 )
 
@@ -37,7 +41,7 @@ def list_instances(request: Request) -> Response:
 
 def get_instance(request: Request) -> Response:
     """Return one instance by name."""
-    return Response(200, instance_json(request.state, _instance(request)))
+    return Response(200, instance_json(request.state, _instance(request, _GET), detail=True))
 
 
 def delete_instance(request: Request) -> Response:
@@ -48,7 +52,7 @@ def delete_instance(request: Request) -> Response:
     removes the runner at GitHub, which refuses one running a job with 400; GARM answers that
     400 and keeps the runner unless `bypassGHUnauthorized` is set (garm-behaviour B32).
     """
-    instance = _instance(request)
+    instance = _instance(request, _DELETE)
     if instance.status not in DELETABLE_STATUSES:
         raise bad_request(_NOT_DELETABLE)
     if not request.flag("bypassGHUnauthorized") and instance.runner_status == "active":
@@ -58,8 +62,12 @@ def delete_instance(request: Request) -> Response:
     return Response(200, EMPTY)
 
 
-def _instance(request: Request) -> Instance:
+def _instance(request: Request, context: str) -> Instance:
     instance = request.state.instances.get(request.params["name"])
     if instance is None:
-        raise not_found("error fetching instance: not found")
+        raise not_found(f"{context}error fetching instance by name: not found")
     return instance
+
+
+# What GARM wraps its database's not-found in, per call (the same on both).
+_GET = _DELETE = "error fetching instance: error fetching instance: "
