@@ -3,8 +3,8 @@
 `packed_charm.hook_tools.HookTools` copies this file into a tools directory, links every tool
 name to it and writes the unit's model (`model.json`) beside it. Each call reads the model,
 does what the Juju 3.6 unit agent would with it, writes the model back and appends the call
-to `calls.jsonl` (`{"tool", "args", "stdin"}`; content given as `key#file=` is read from the
-file and never recorded).
+to `calls.jsonl` (`{"tool", "args", "stdin", "at"}`, `at` in seconds since the epoch; content
+given as `key#file=` is read from the file and never recorded).
 
 Arguments and output follow what ops 3.9 sends and parses (`ops/hookcmds/*.py`, whose
 docstrings link Juju's hook command reference): `--format=json` output, `-r endpoint:id`
@@ -23,6 +23,7 @@ import json
 import os
 import secrets
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,8 @@ def main(tool: str, args: list[str]) -> int:
 
 def _record(tool: str, args: list[str], stdin: str | None) -> None:
     with CALLS.open("a") as calls:
-        calls.write(json.dumps({"tool": tool, "args": args, "stdin": stdin}) + "\n")
+        record = {"tool": tool, "args": args, "stdin": stdin, "at": round(time.time(), 3)}
+        calls.write(json.dumps(record) + "\n")
 
 
 class Args:

@@ -121,7 +121,9 @@ class HookTools:
         """Write the program (run by `python`), a link per tool name and the model."""
         directory.mkdir(parents=True, exist_ok=True)
         program = directory / PROGRAM.name
-        program.write_text(f"#!{python}\n{PROGRAM.read_text()}")
+        # Isolated and without site: the tools use the standard library only, and dispatch's
+        # PYTHONPATH (the charm's lib and src) must not reach them.
+        program.write_text(f"#!{python} -IS\n{PROGRAM.read_text()}")
         program.chmod(0o755)
         for name in TOOL_NAMES:
             link = directory / name
@@ -141,7 +143,7 @@ class HookTools:
         (self.directory / "model.json").write_text(json.dumps(model, indent=1, sort_keys=True))
 
     def calls(self) -> list[dict[str, Any]]:
-        """Every call, oldest first: `{"tool", "args", "stdin"}`."""
+        """Every call, oldest first: `{"tool", "args", "stdin", "at"}`."""
         log = self.directory / "calls.jsonl"
         if not log.exists():
             return []
