@@ -34,11 +34,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from packed_charm.pack import host_platform
+
 # The command each build snap the charms name provides, which must be on PATH instead.
 SNAP_COMMANDS = {"astral-uv": "uv"}
 # uv's target for ubuntu@24.04 (glibc 2.39) per Debian architecture, for foreign builds.
 PYTHON_PLATFORMS = {"amd64": "x86_64-manylinux_2_39", "arm64": "aarch64-manylinux_2_39"}
-HOST_ARCHITECTURES = {"x86_64": "amd64", "aarch64": "arm64"}
 # What a copy of the charm directory leaves behind: earlier builds and local environments.
 NOT_COPIED = ("parts", "stage", "prime", "overlay", "*.charm", ".venv", ".tox", "__pycache__")
 NOT_COPIED_TOP = ("mutants",)
@@ -114,9 +115,7 @@ def patch_for_this_host(target: str) -> None:
 
     lifecycle.LifecycleService._validate_build_plan = _host_base_not_checked  # type: ignore[method-assign]
     executor.Executor._install_build_snaps = _snap_commands_on_path  # type: ignore[method-assign]
-    machine = os.uname().machine
-    host = HOST_ARCHITECTURES.get(machine, machine)
-    if target != host:
+    if target != host_platform():
         _build_foreign(target)
 
 

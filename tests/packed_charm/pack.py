@@ -22,6 +22,13 @@ CHARMS = (REPOSITORY / "charms" / "garm", REPOSITORY / "charms" / "garm-configur
 # ubuntu@24.04's Python, which the packed venv is built for and dispatch runs.
 RUNTIME_PYTHON = "python3.12"
 PACK_TIMEOUT_SECONDS = 15 * 60
+HOST_ARCHITECTURES = {"x86_64": "amd64", "aarch64": "arm64"}
+
+
+def host_platform() -> str:
+    """This machine's architecture as a charm platform (amd64, arm64)."""
+    machine = os.uname().machine
+    return HOST_ARCHITECTURES.get(machine, machine)
 
 
 def declared_platforms(charm_dir: Path) -> list[str]:

@@ -20,7 +20,7 @@ import pytest
 
 from must_run import cannot_run
 from packed_charm import artifact, garm_scenario, machine
-from packed_charm.pack import CHARMS, charm_name, declared_platforms, runtime_python
+from packed_charm.pack import CHARMS, charm_name, declared_platforms, host_platform, runtime_python
 
 PACKED = [
     pytest.param(charm_dir, platform, id=f"{charm_dir.name}-{platform}")
@@ -100,14 +100,14 @@ def test_a_wrong_artifact_is_told_apart(packed_dir: Path, tmp_path: Path):
 
 @pytest.fixture(scope="module")
 def garm_run(packed_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The garm amd64 charm's hooks from install to Active (`garm_scenario`), as a result."""
+    """The garm charm built for this machine, its hooks from install to Active, as a result."""
     reason = machine.unavailable_reason()
     if reason:
         cannot_run(reason)
     python = runtime_python()
     if python is None:
         cannot_run("no Python 3.12 (ubuntu@24.04's) to run the packed charm on")
-    charm_file = packed_file(packed_dir, GARM_DIR, "amd64")
+    charm_file = packed_file(packed_dir, GARM_DIR, host_platform())
     work = tmp_path_factory.mktemp("packed-garm")
     command = [sys.executable, "-m", "packed_charm.garm_scenario"]
     command += [f"--charm={charm_file}", f"--work={work}", f"--python={python}"]
