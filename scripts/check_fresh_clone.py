@@ -6,7 +6,7 @@ of them and no `CI`: there those cases must skip, saying what is missing, and no
 This script makes that machine and checks it:
 
 1. clones this checkout's HEAD into an empty temporary directory (nothing beside it, so no
-   `../shared/`);
+   `shared/garm/bin/` where the tests look by default);
 2. runs `tox -e fresh-clone` there (the suites whose cases need real parts, as `tox -e unit`
    runs them) with an environment that has none: `CI` and every variable pointing at a real
    part removed, PostgreSQL's binary directory (`POSTGRESQL_BIN_DIR`) an empty directory, and

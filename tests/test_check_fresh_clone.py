@@ -194,7 +194,7 @@ def test_tox_config_output_names_passed_and_set_variables(script: ModuleType):
     """
     shown = (
         "[testenv:unit]\npass_env =\n  CI\n  GARM_BIN_V021\n  PIP_*\n"
-        "set_env =\n  GARM_BIN_DIR=/x/../shared/garm/bin\n  PYTHONDONTWRITEBYTECODE=1\n"
+        "set_env =\n  GARM_BIN_DIR=/x/garm/bin\n  PYTHONDONTWRITEBYTECODE=1\n"
     )
 
     names = script.config_variables(shown)
