@@ -1,8 +1,9 @@
 """A throwaway PostgreSQL server on loopback, run as a user process for one test.
 
-Debian's `postgresql` package provides the server binaries; the cluster lives in a temporary
-directory and listens on 127.0.0.1 only. PostgreSQL refuses to run as root, so when the tests
-run as root the server runs as the package's `postgres` user.
+Debian's `postgresql` package provides the server binaries (the newest
+`/usr/lib/postgresql/<version>/bin`, or the directory `POSTGRESQL_BIN_DIR` names); the cluster
+lives in a temporary directory and listens on 127.0.0.1 only. PostgreSQL refuses to run as
+root, so when the tests run as root the server runs as the package's `postgres` user.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-BINARY_DIRS = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+BIN_DIR_ENV = "POSTGRESQL_BIN_DIR"
+DEBIAN_BIN_DIRS = Path("/usr/lib/postgresql")
 SERVICE_USER = "postgres"
 DATABASE = "garm"
 START_TIMEOUT_SECONDS = 30
@@ -39,10 +41,24 @@ class PostgresServer:
         return f"127.0.0.1:{self.port}"
 
 
+def binary_dir() -> Path | None:
+    """Where initdb, pg_ctl and psql are: `POSTGRESQL_BIN_DIR`, else Debian's newest."""
+    explicit = os.environ.get(BIN_DIR_ENV)
+    if explicit:
+        return Path(explicit)
+    found = sorted(DEBIAN_BIN_DIRS.glob("*/bin"), reverse=True)
+    return found[0] if found else None
+
+
 def unavailable_reason() -> str:
     """Why no server can be started here, or "" when one can."""
-    if not BINARY_DIRS or not (BINARY_DIRS[0] / "initdb").is_file():
-        return "no PostgreSQL server binaries (Debian package postgresql) on this machine"
+    directory = binary_dir()
+    if directory is None or not (directory / "initdb").is_file():
+        where = directory or f"{DEBIAN_BIN_DIRS}/<version>/bin"
+        return (
+            f"no PostgreSQL server binaries in {where}: install Debian's postgresql package "
+            f"(or set {BIN_DIR_ENV})"
+        )
     if os.geteuid() == 0 and not _has_user(SERVICE_USER):
         return f"running as root and there is no '{SERVICE_USER}' user to run PostgreSQL as"
     return ""
@@ -79,7 +95,9 @@ def local_postgresql() -> Iterator[PostgresServer]:
 
 
 def _run(argv: Sequence[str]) -> None:
-    command = [str(BINARY_DIRS[0] / argv[0]), *argv[1:]]
+    directory = binary_dir()
+    assert directory is not None, unavailable_reason()
+    command = [str(directory / argv[0]), *argv[1:]]
     if os.geteuid() == 0:
         command = ["runuser", "-u", SERVICE_USER, "--", *command]
     subprocess.run(

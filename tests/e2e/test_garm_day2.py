@@ -24,17 +24,16 @@ from typing import Any
 import pytest
 from ops import testing
 
-from contract.conftest import NEWER, V021, garm_binary
+from contract.conftest import NEWER, V021
 from contract.garm_http import call
 from e2e import test_garm_machine as machine_walk
-from e2e.conftest import Case
+from e2e.conftest import Case, GarmTarballs
 from e2e.test_garm_machine import (
     Walk,
     install_and_bootstrap,
     point_github_at_the_fake,
     relate_configurator,
 )
-from must_run import cannot_run
 
 # The walk's fixtures, shared with test_garm_machine.py (pytest finds them by these names).
 github = machine_walk.github
@@ -84,7 +83,7 @@ def test_backup_pause_change_restore_round_trip(walk: Walk, case: Case):
 
 @pytest.mark.parametrize("case", [Case(V021, "sqlite")], ids=["v0.2.1-to-newer"])
 def test_upgrade_keeps_everything_and_a_downgrade_is_refused(
-    walk: Walk, case: Case, garm_tarballs: dict[str, Path]
+    walk: Walk, case: Case, garm_tarballs: GarmTarballs
 ):
     """Arrange: v0.2.1 runs a scale set with credentials and an organization.
 
@@ -93,15 +92,14 @@ def test_upgrade_keeps_everything_and_a_downgrade_is_refused(
     every scale set, credential and entity kept; the downgrade is Blocked naming both versions
     and the newer GARM keeps running, not restarted.
     """
-    if NEWER not in garm_tarballs or garm_binary(NEWER)[0] is None:
-        cannot_run(garm_binary(NEWER)[1])
+    newer = garm_tarballs.of(NEWER)
     install_and_bootstrap(walk)
     point_github_at_the_fake(walk)
     relate_configurator(walk)
     before = garm_objects(walk)
     old_version = walk.state.workload_version
 
-    attach_garm(walk, garm_tarballs[NEWER])
+    attach_garm(walk, newer)
     walk.update_status_until(lambda: walk.statuses[-1] == "active: ", "the newer GARM Active")
 
     new_version = walk.state.workload_version
@@ -115,7 +113,7 @@ def test_upgrade_keeps_everything_and_a_downgrade_is_refused(
     assert garm_objects(walk) == before
 
     restarts = walk.machine.restarts()
-    attach_garm(walk, garm_tarballs[V021])
+    attach_garm(walk, garm_tarballs.of(V021))
 
     assert walk.statuses[-1] == (
         f"blocked: downgrade refused: GARM {old_version} is older than {new_version}, which "

@@ -35,7 +35,7 @@ from contract.real_garm import V021
 from doubles.configurator_publication import pkcs1_app_key, republished
 from doubles.database_publication import database_relation, database_secret
 from doubles.workload_double import this_users_ids
-from e2e.conftest import Case
+from e2e.conftest import Case, GarmTarballs
 from e2e.machine import Machine
 from e2e.postgres import PostgresServer, local_postgresql
 from fake_github import FakeGitHub
@@ -134,7 +134,7 @@ def walk(
     github: FakeGitHub,
     case: Case,
     database: PostgresServer | None,
-    garm_tarballs: dict[str, Path],
+    garm_tarballs: GarmTarballs,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     unused_port: int,
@@ -152,7 +152,7 @@ def walk(
     monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", github.url)
     monkeypatch.setenv("JUJU_CHARM_NO_PROXY", "10.0.0.0/8")
     resources = {
-        testing.Resource(name="garm-binary", path=garm_tarballs[case.version]),
+        testing.Resource(name="garm-binary", path=garm_tarballs.of(case.version)),
         testing.Resource(
             name="garm-provider-openstack",
             path=machine.provider_tarball(tmp_path / "garm-provider-openstack-linux-amd64.tgz"),

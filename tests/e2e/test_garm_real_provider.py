@@ -27,7 +27,7 @@ from ops import testing
 import charm
 from charms.garm_configurator.v0 import garm_configurator as interface
 from doubles.configurator_publication import CONFIGURATOR_ENDPOINT, pkcs1_app_key
-from e2e.conftest import SQLITE_CASES, Case, available_case
+from e2e.conftest import SQLITE_CASES, Case, GarmTarballs, available_case
 from e2e.machine import Machine, build_tarball
 from e2e.real_provider import publication, require_provider_binary
 from e2e.test_garm_machine import (
@@ -96,7 +96,7 @@ def sqlite_case(request: pytest.FixtureRequest) -> Case:
 def provider_walk(
     machine: Machine,
     sqlite_case: Case,
-    garm_tarballs: dict[str, Path],
+    garm_tarballs: GarmTarballs,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[ProviderWalk]:
@@ -120,7 +120,7 @@ def _walk(
     machine: Machine,
     github: FakeGitHub,
     case: Case,
-    garm_tarballs: dict[str, Path],
+    garm_tarballs: GarmTarballs,
     provider_tarball: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Walk:
@@ -140,7 +140,7 @@ def _walk(
             "drain-timeout": "10m",
         },
         resources={
-            testing.Resource(name="garm-binary", path=garm_tarballs[case.version]),
+            testing.Resource(name="garm-binary", path=garm_tarballs.of(case.version)),
             testing.Resource(name="garm-provider-openstack", path=provider_tarball),
         },
         secrets={

@@ -32,6 +32,7 @@ import charm
 from contract.conftest import NEWER, V021, garm_binary
 from doubles.configurator_publication import pkcs1_app_key, republished
 from doubles.tls_publication import Issuer, certificates_relation, requested
+from e2e.conftest import GarmTarballs
 from e2e.machine import Machine
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable
@@ -146,7 +147,7 @@ def tls_machine(
     request: pytest.FixtureRequest,
     machine: Machine,
     github: FakeGitHub,
-    garm_tarballs: dict[str, Path],
+    garm_tarballs: GarmTarballs,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> TlsMachine:
@@ -168,7 +169,7 @@ def tls_machine(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     resources = {
-        testing.Resource(name="garm-binary", path=garm_tarballs[request.param]),
+        testing.Resource(name="garm-binary", path=garm_tarballs.of(request.param)),
         testing.Resource(
             name="garm-provider-openstack",
             path=machine.provider_tarball(tmp_path / "garm-provider-openstack-linux-amd64.tgz"),

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 import charm
-from contract.conftest import V021, garm_binary
+from contract.conftest import V021
+from e2e.conftest import GarmTarballs
 from e2e.machine import Machine
 from e2e.machine_model import MachineModel
 from fake_github import FakeGitHub
 from integration import scenario
-from must_run import cannot_run
 
 # The e2e machine answers within seconds and runs a hook a second; the hand-over grace is
 # short so the dry run stays cheap (the Juju suite's 20 s only spans its 10 s hook cadence).
@@ -43,18 +43,17 @@ def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
 @pytest.fixture
 def model(
     machine: Machine,
-    garm_tarballs: dict[str, Path],
+    garm_tarballs: GarmTarballs,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> MachineModel:
     """The scenario's model on the e2e machine, with GARM v0.2.1 as the `garm-binary`."""
-    if V021 not in garm_tarballs:
-        cannot_run(garm_binary(V021)[1])
+    garm_tarball = garm_tarballs.of(V021)
     monkeypatch.setattr(charm, "Workload", machine.workload)
     monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
     directory = tmp_path / "model"
     directory.mkdir()
-    return MachineModel(machine, garm_tarballs[V021], directory, _unused_port())
+    return MachineModel(machine, garm_tarball, directory, _unused_port())
 
 
 def test_integration_scenario_on_the_e2e_machine(model: MachineModel, github: FakeGitHub):
