@@ -13,7 +13,13 @@ import pytest
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SCRIPT = REPOSITORY / "scripts" / "check_fresh_clone.py"
-PASSED = {"GARM_BIN", "GARM_BIN_V021", "GARM_BIN_NEWER", "GARM_PROVIDER_OPENSTACK_BIN"}
+PASSED = {
+    "GARM_BIN",
+    "GARM_BIN_V021",
+    "GARM_BIN_NEWER",
+    "GARM_PROVIDER_OPENSTACK_BIN",
+    "GITHUB_OPENAPI_DIR",
+}
 V021_REASON = (
     "real-GARM mode needs a GARM v0.2.1 server binary: set GARM_BIN_V021=/path/to/garm "
     "(or GARM_BIN), or put it in /tmp/x/shared/garm/bin"
@@ -23,7 +29,11 @@ PROVIDER_REASON = (
     "the real provider needs garm-provider-openstack-* in /tmp/x (or GARM_PROVIDER_OPENSTACK_BIN)"
 )
 PROMTOOL_REASON = "promtool not found: install Debian's prometheus package"
-EVERY_PART = (V021_REASON, NEWER_REASON, PROVIDER_REASON, PROMTOOL_REASON)
+OPENAPI_REASON = (
+    "GitHub's OpenAPI description (@octokit/openapi@23.0.2) is not in GITHUB_OPENAPI_DIR: run "
+    "`export GITHUB_OPENAPI_DIR=$(scripts/fetch_github_openapi.sh)`"
+)
+EVERY_PART = (V021_REASON, NEWER_REASON, PROVIDER_REASON, PROMTOOL_REASON, OPENAPI_REASON)
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +142,7 @@ def test_a_real_part_the_clone_found_is_a_problem(script: ModuleType):
     Act: check.
     Assert: the problem says the clone found promtool; PostgreSQL, masked, is not required.
     """
-    outcome = outcome_with(script, V021_REASON, NEWER_REASON, PROVIDER_REASON)
+    outcome = outcome_with(script, V021_REASON, NEWER_REASON, PROVIDER_REASON, OPENAPI_REASON)
 
     problems = script.check(outcome, PASSED, tox_returncode=0)
 
