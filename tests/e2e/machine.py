@@ -1,4 +1,8 @@
-"""A machine for the garm charm under a temporary root, running a real GARM.
+"""A machine for the garm charm under a temporary root, running a real GARM, without systemd.
+
+Only where no systemd can be booted: `tox -e demo -- --garm-bin` (`scripts/demo_real.py`) runs
+on any developer's machine, as any user. The e2e suites run the charm in a container with a real
+systemd instead (`container_machine.py`), which enforces what the stand-in below only records.
 
 The charm's real `Workload` is rooted in a temporary directory. Two things stand in for what
 these machines lack, and both do the real work instead of recording it:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sys
 import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -28,9 +27,8 @@ from typing import Any
 import pytest
 from ops import testing
 
-import charm
 from charms.garm_configurator.v0 import garm_configurator as interface
-from e2e.machine import Machine
+from e2e.container_machine import ContainerMachine
 from fake_github import FakeGitHub
 from integration.fake_services import fake_provider_executable, tarball
 from integration.scenario import (
@@ -57,12 +55,14 @@ class MachineModel:
         port: a free loopback port for GARM's API.
     """
 
-    def __init__(self, machine: Machine, garm_tarball: Path, directory: Path, port: int) -> None:
+    def __init__(
+        self, machine: ContainerMachine, garm_tarball: Path, directory: Path, port: int
+    ) -> None:
         self.machine = machine
         self.garm_tarball = garm_tarball
         self.directory = directory
         self.port = port
-        self.ctx = testing.Context(charm.GarmCharm)
+        self.ctx = machine.hooks()
         self.state = testing.State(leader=True)
         self.history: list[Status] = []
         self.configurator: dict[str, str | int] = {}
@@ -74,13 +74,8 @@ class MachineModel:
 
     def deploy_garm(self, config: Mapping[str, str]) -> None:
         """Install the leader with both resources and `config`: the install hook."""
-        state_dir = self.directory / "provider-state"
-        state_dir.mkdir()
-        provider = tarball(
-            self.directory,
-            "garm-provider-openstack",
-            fake_provider_executable(state_dir=str(state_dir), python=sys.executable),
-        )
+        # As on a unit: its state in /var/lib/garm, run by the machine's Python.
+        provider = tarball(self.directory, "garm-provider-openstack", fake_provider_executable())
         resources = {
             testing.Resource(name="garm-binary", path=self.garm_tarball),
             testing.Resource(name="garm-provider-openstack", path=provider),

@@ -28,11 +28,10 @@ from typing import Any
 import pytest
 from ops import testing
 
-import charm
 from contract.conftest import NEWER, V021, garm_binary
 from doubles.configurator_publication import pkcs1_app_key, republished
 from doubles.tls_publication import Issuer, certificates_relation, requested
-from e2e.machine import Machine
+from e2e.container_machine import ContainerHooks, ContainerMachine
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable
 from must_run import cannot_run
@@ -46,9 +45,9 @@ LABELS = ("linux", "x64")
 class TlsMachine:
     """The leader's state between hooks, the CA, and the machine GARM runs on."""
 
-    ctx: testing.Context[charm.GarmCharm]
+    ctx: ContainerHooks
     state: testing.State
-    machine: Machine
+    machine: ContainerMachine
     issuer: Issuer
     port: int
     github: FakeGitHub
@@ -144,7 +143,7 @@ def github() -> Iterator[FakeGitHub]:
 @pytest.fixture(params=[V021, NEWER])
 def tls_machine(
     request: pytest.FixtureRequest,
-    machine: Machine,
+    machine: ContainerMachine,
     github: FakeGitHub,
     garm_tarballs: dict[str, Path],
     tmp_path: Path,
@@ -157,9 +156,6 @@ def tls_machine(
     binary, reason = garm_binary(request.param)
     if binary is None:
         cannot_run(reason)
-    monkeypatch.setattr(charm, "Workload", machine.workload)
-    monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
-    monkeypatch.setattr(charm, "CharmExporter", machine.charm_exporter)
     # As in test_garm_machine.py: a proxy sink on loopback, so GARM resolves no name.
     monkeypatch.setenv("JUJU_CHARM_HTTP_PROXY", github.url)
     monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", github.url)
@@ -195,7 +191,7 @@ def tls_machine(
             }
         ),
     )
-    return TlsMachine(testing.Context(charm.GarmCharm), state, machine, Issuer(), port, github)
+    return TlsMachine(machine.hooks(), state, machine, Issuer(), port, github)
 
 
 def test_real_garm_serves_https_with_the_relations_certificate(tls_machine: TlsMachine):

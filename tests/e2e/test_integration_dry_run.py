@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import charm
 from contract.conftest import V021, garm_binary
-from e2e.machine import Machine
+from e2e.container_machine import ContainerMachine
 from e2e.machine_model import MachineModel
 from fake_github import FakeGitHub
 from integration import scenario
@@ -42,16 +41,13 @@ def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
 
 @pytest.fixture
 def model(
-    machine: Machine,
+    machine: ContainerMachine,
     garm_tarballs: dict[str, Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> MachineModel:
     """The scenario's model on the e2e machine, with GARM v0.2.1 as the `garm-binary`."""
     if V021 not in garm_tarballs:
         cannot_run(garm_binary(V021)[1])
-    monkeypatch.setattr(charm, "Workload", machine.workload)
-    monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
     directory = tmp_path / "model"
     directory.mkdir()
     return MachineModel(machine, garm_tarballs[V021], directory, _unused_port())
