@@ -30,9 +30,11 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import pytest
 from ops import testing
 
 import charm
@@ -64,8 +66,11 @@ exec {MACHINE_PYTHON} -I -c \\
 """
 # What every container gets before it boots.
 CONTAINER_FILES = {JUJU_EXEC: (JUJU_EXEC_RECORDER, 0o755)}
-# systemd's "unit started" message (sd-messages.h SD_MESSAGE_UNIT_STARTED).
+# systemd's messages: a unit started, a unit failed (sd-messages.h SD_MESSAGE_UNIT_STARTED,
+# SD_MESSAGE_UNIT_FAILED; the second also when the failed service is restarted).
 UNIT_STARTED = "39f53479d3a045ac8e11786248231fbf"
+UNIT_FAILED = "d9b373ed55a64feb8242e02dbe79a49c"
+JOURNAL_TAIL_CHARACTERS = 3000
 HOOK_TIMEOUT_SECONDS = 600.0
 
 
@@ -112,8 +117,12 @@ class ContainerMachine:
         self._hooks: list[ContainerHooks] = []
 
     def hooks(self) -> ContainerHooks:
-        """A fresh `ops.testing` context for garm, running each hook in the container."""
-        hooks = ContainerHooks(self.container)
+        """A fresh `ops.testing` context for garm, running each hook in the container.
+
+        After each hook, a unit of the charm's that failed under systemd fails the test at
+        once, with what it logged: a walk would otherwise wait for a step that cannot come.
+        """
+        hooks = ContainerHooks(self.container, after_hook=self.fail_if_a_unit_failed)
         self._hooks.append(hooks)
         return hooks
 
@@ -131,6 +140,17 @@ class ContainerMachine:
             f"MESSAGE_ID={UNIT_STARTED}", f"UNIT={unit}", "_PID=1", since=self.since
         )
         return len(entries)
+
+    def fail_if_a_unit_failed(self) -> None:
+        """Fail the test when one of the charm's units failed during it, showing its journal."""
+        units = [f"UNIT={unit}" for unit in CHARM_UNITS]
+        failures = self.container.journal_entries(
+            f"MESSAGE_ID={UNIT_FAILED}", "_PID=1", *units, since=self.since
+        )
+        if failures:
+            unit = str(failures[0]["UNIT"])
+            tail = self.journal(unit)[-JOURNAL_TAIL_CHARACTERS:]
+            pytest.fail(f"{unit} failed under systemd; it logged:\n{tail}")
 
     def tick_firings(self, since: float = 0.0) -> list[TickFiring]:
         """Every run of the tick's service that called juju-exec (since then), oldest first."""
@@ -248,8 +268,11 @@ class ContainerHooks:
     `testing.ActionFailed`, a charm's exception as `HookError` with its traceback.
     """
 
-    def __init__(self, container: Container) -> None:
+    def __init__(
+        self, container: Container, after_hook: Callable[[], None] = lambda: None
+    ) -> None:
         self.container = container
+        self.after_hook = after_hook
         self.on = testing.Context(charm.GarmCharm).on
         self.unit_status_history: list[Any] = []
         self.action_results: dict[str, Any] | None = None
@@ -274,6 +297,7 @@ class ContainerHooks:
         self.unit_status_history = reply["unit_status_history"]
         self.action_results = reply["action_results"]
         self.emitted += reply["emitted"]
+        self.after_hook()
         if "error" in reply:
             raise HookError(reply["error"])
         if "action_failed" in reply:
