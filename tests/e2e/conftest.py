@@ -95,14 +95,19 @@ def container(
         yield box
 
 
+@pytest.fixture(autouse=True)
+def _container_boot_time(request: pytest.FixtureRequest) -> None:
+    """Put the module's container's boot time in the test's report, for the run's summary."""
+    if "container" in request.fixturenames:
+        container: Container = request.getfixturevalue("container")
+        module = request.node.module.__name__
+        line = f"{module}: booted in {container.boot_seconds:.1f} s"
+        request.node.user_properties.append(("container", line))
+
+
 @pytest.fixture
-def machine(
-    request: pytest.FixtureRequest, container: Container, tmp_path: Path
-) -> Iterator[ContainerMachine]:
+def machine(container: Container, tmp_path: Path) -> Iterator[ContainerMachine]:
     """A fresh machine in the module's container; what the charm made goes at the end."""
-    request.node.user_properties.append(
-        ("container", f"{request.node.module.__name__}: booted in {container.boot_seconds:.1f} s")
-    )
     box = ContainerMachine(container, tmp_path)
     try:
         yield box

@@ -147,40 +147,71 @@ def walk(
     """
     # The model's proxy: a sink on loopback. GARM never proxies loopback, so the fake GitHub
     # is reached directly and anything else ends at the sink without a DNS lookup.
-    monkeypatch.setenv("JUJU_CHARM_HTTP_PROXY", github.url)
-    monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", github.url)
-    monkeypatch.setenv("JUJU_CHARM_NO_PROXY", "10.0.0.0/8")
-    resources = {
-        testing.Resource(name="garm-binary", path=garm_tarballs[case.version]),
-        testing.Resource(
-            name="garm-provider-openstack",
-            path=machine.provider_tarball(tmp_path / "garm-provider-openstack-linux-amd64.tgz"),
-        ),
-    }
-    secrets = {
-        # Both name configurator `small` as their publisher, as its app-owned copies do.
-        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD, "app": "small"}),
-        testing.Secret(tracked_content={"private-key": pkcs1_app_key(), "app": "small"}),
-    }
+    for name, value in proxied_model(github).items():
+        monkeypatch.setenv(name, value)
+    secrets: set[testing.Secret] = set()
     relations: set[testing.RelationBase] = set()
     if database is not None:
         user = database_secret(database.username, database.password)
         secrets.add(user)
         relations.add(database_relation(user, endpoints=database.endpoint))
-    state = testing.State(
-        leader=True,
-        config={
-            "port": unused_port,
-            "external-url": f"http://127.0.0.1:{unused_port}",
-            "handover-grace": "2s",
-            "drain-timeout": "10m",
-        },
-        resources=frozenset(resources),
-        secrets=frozenset(secrets),
-        relations=frozenset(relations),
+    state = leader_state(
+        machine,
+        garm_tarballs[case.version],
+        tmp_path,
+        unused_port,
+        secrets=secrets,
+        relations=relations,
     )
     password = database.password if database is not None else ""
     return Walk(machine.hooks(), state, machine, github, unused_port, password)
+
+
+def proxied_model(github: FakeGitHub) -> dict[str, str]:
+    """The model's proxy settings as Juju hands them to a hook: a sink at the fake GitHub."""
+    return {
+        "JUJU_CHARM_HTTP_PROXY": github.url,
+        "JUJU_CHARM_HTTPS_PROXY": github.url,
+        "JUJU_CHARM_NO_PROXY": "10.0.0.0/8",
+    }
+
+
+def leader_state(
+    machine: ContainerMachine,
+    garm_tarball: Path,
+    directory: Path,
+    port: int,
+    *,
+    config: dict[str, str | int] | None = None,
+    secrets: set[testing.Secret] | None = None,
+    relations: set[testing.RelationBase] | None = None,
+) -> testing.State:
+    """The leader before install: both resources attached, configurator `small`'s secrets."""
+    resources = {
+        testing.Resource(name="garm-binary", path=garm_tarball),
+        testing.Resource(
+            name="garm-provider-openstack",
+            path=machine.provider_tarball(directory / "garm-provider-openstack-linux-amd64.tgz"),
+        ),
+    }
+    granted = {
+        # Both name configurator `small` as their publisher, as its app-owned copies do.
+        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD, "app": "small"}),
+        testing.Secret(tracked_content={"private-key": pkcs1_app_key(), "app": "small"}),
+    }
+    defaults: dict[str, str | int] = {
+        "port": port,
+        "external-url": f"http://127.0.0.1:{port}",
+        "handover-grace": "2s",
+        "drain-timeout": "10m",
+    }
+    return testing.State(
+        leader=True,
+        config={**defaults, **(config or {})},
+        resources=frozenset(resources),
+        secrets=frozenset(granted | (secrets or set())),
+        relations=frozenset(relations or set()),
+    )
 
 
 @pytest.fixture
