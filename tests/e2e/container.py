@@ -84,11 +84,14 @@ class Container:
         return self.root / str(path).lstrip("/")
 
     def command(
-        self, argv: Sequence[str], environment: Mapping[str, str] | None = None
+        self,
+        argv: Sequence[str],
+        environment: Mapping[str, str] | None = None,
+        directory: str = "/",
     ) -> list[str]:
-        """`argv` as run inside: the container's namespaces, a clean environment."""
+        """`argv` as run inside: the container's namespaces, a clean environment, `directory`."""
         variables = {**CONTAINER_ENVIRONMENT, **(environment or {})}
-        assignments = [f"{name}={value}" for name, value in variables.items()]
+        assignments = [f"--chdir={directory}", *(f"{k}={v}" for k, v in variables.items())]
         return [
             _tool("nsenter"),
             f"--target={self.leader}",

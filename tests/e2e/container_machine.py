@@ -279,7 +279,8 @@ class ContainerHooks:
         self.emitted: list[str] = []
         self._coverage = _coverage_data_directory()
         self._server = subprocess.Popen(
-            container.command(self._server_command(), _server_environment()),
+            # In the checkout, as tox runs: coverage records files relative to it.
+            container.command(self._server_command(), _server_environment(), str(REPOSITORY)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
         )
