@@ -319,13 +319,12 @@ def _outside_the_overlay() -> list[str]:
 
 # What the machine must still look like ---------------------------------------------------------
 
-# Files a container writes in its own root (users, machine id) and where the charm puts GARM:
-# none of them may change, or appear, on the machine.
-WITNESSED_FILES = (
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/shadow",
-    "/etc/gshadow",
+# The user files a container's `useradd garm` writes: on the machine, no `garm` line may appear
+# (other processes on a shared machine may add their own users meanwhile).
+USER_FILES = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow")
+# What a container writes in its own root (its machine id) and where the charm puts GARM: none
+# of them may change, or appear, on the machine.
+WITNESSED_PATHS = (
     "/etc/machine-id",
     "/etc/garm",
     "/var/lib/garm",
@@ -336,6 +335,7 @@ WITNESSED_FILES = (
     "/usr/local/lib/garm-charm",
     "/opt/garm",
     "/usr/bin/juju-exec",
+    "/etc/systemd/system/garm.service",
 )
 # Age of the sentinel: older than any age-based clean-up of /tmp would keep.
 SENTINEL_AGE_SECONDS = 60 * 24 * 3600
@@ -352,34 +352,42 @@ class HostWitness:
 
     sentinel: Path
     fingerprint: dict[str, str]
+    paths: tuple[str, ...] = WITNESSED_PATHS
+    user_files: tuple[str, ...] = USER_FILES
 
     @classmethod
-    def take(cls) -> HostWitness:
-        """Plant the sentinel and fingerprint the witnessed files."""
-        sentinel = Path(tempfile.mkdtemp(prefix="garm-e2e-witness-", dir=TMP))
+    def take(
+        cls,
+        tmp: Path = TMP,
+        paths: tuple[str, ...] = WITNESSED_PATHS,
+        user_files: tuple[str, ...] = USER_FILES,
+    ) -> HostWitness:
+        """Plant the sentinel in `tmp` and fingerprint the witnessed files (tests pass others)."""
+        sentinel = Path(tempfile.mkdtemp(prefix="garm-e2e-witness-", dir=tmp))
         (sentinel / "kept").write_text("a container must not remove this\n")
         old = time.time() - SENTINEL_AGE_SECONDS
         for path in (sentinel / "kept", sentinel):
             os.utime(path, (old, old))
-        return cls(sentinel, _fingerprint())
+        return cls(sentinel, _fingerprint(paths, user_files), paths, user_files)
 
     def check(self) -> list[str]:
         """What changed (empty when nothing did); the sentinel is removed."""
+        now = _fingerprint(self.paths, self.user_files)
         problems = [
             f"{path} was {before or 'absent'}, is {after or 'absent'}"
-            for path, before, after in _changes(self.fingerprint, _fingerprint())
+            for path, before, after in _changes(self.fingerprint, now)
         ]
         if not (self.sentinel / "kept").is_file():
-            problems.append(f"{TMP} was cleaned: {self.sentinel}/kept is gone")
+            problems.append(f"{self.sentinel.parent} was cleaned: {self.sentinel}/kept is gone")
         problems += [f"still mounted on the machine: {line}" for line in _our_mounts()]
         shutil.rmtree(self.sentinel, ignore_errors=True)
         return problems
 
 
-def _fingerprint() -> dict[str, str]:
-    """Each witnessed path: a file's size and mtime, a directory's entries, or absent."""
+def _fingerprint(paths: tuple[str, ...], user_files: tuple[str, ...]) -> dict[str, str]:
+    """Each witnessed path (its size and mtime, its entries, or absent); users named garm."""
     found: dict[str, str] = {}
-    for name in WITNESSED_FILES:
+    for name in paths:
         path = Path(name)
         if path.is_dir():
             found[name] = "directory " + ",".join(sorted(p.name for p in path.iterdir()))
@@ -388,6 +396,9 @@ def _fingerprint() -> dict[str, str]:
             found[name] = f"file {status.st_size} bytes, mtime {status.st_mtime_ns}"
         else:
             found[name] = ""
+    for name in user_files:
+        lines = Path(name).read_text().splitlines() if Path(name).exists() else []
+        found[name] = ";".join(line.split(":")[0] for line in lines if "garm" in line)
     return found
 
 
