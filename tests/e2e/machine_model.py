@@ -1,9 +1,10 @@
 """The integration scenario's `GarmModel` on the e2e machine: the dry run of the Juju suite.
 
-garm's hooks run through `ops.testing` with its real `Workload` on a `Machine` (a real GARM
-binary, started by the systemctl stand-in). The provider resource is the integration suite's
-own fake provider (`integration.fake_services`), whose stand-in runners report to GARM, as on
-a Juju model. What Juju would do is done here:
+garm's hooks run through `ops.testing` with its real `Workload` in the e2e container (a real
+GARM binary, started by the container's systemd from the unit the charm rendered). The provider
+resource is the integration suite's own fake provider (`integration.fake_services`), as on a
+Juju unit: its state in `/var/lib/garm`, run by the machine's `/usr/bin/python3`, its stand-in
+runners reporting to GARM. What Juju would do is done here:
 
 - waiting is running update-status hooks, one a second, until the check holds (Juju runs them
   every 10 s in the integration model, and the leader's reconcile tick every minute);

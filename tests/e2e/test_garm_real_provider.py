@@ -1,7 +1,7 @@
 """End to end with the real provider: charm hooks, real GARM, real provider, fake OpenStack.
 
-The same machine as `test_garm_machine.py` (the charm through `ops.testing`, its real
-`Workload` under a temporary root, the systemctl stand-in, the fake GitHub), but the
+The same machine as `test_garm_machine.py` (the charm through `ops.testing` in the e2e
+container, GARM started by its systemd, the fake GitHub), but the
 `garm-provider-openstack` resource is the real provider binary, and Keystone, Nova, Glance and
 Neutron are the fake OpenStack on loopback. Its Nova "boots" each server by reading the user
 data the provider built and reporting the runner to GARM, as cloud-init would make it do.

@@ -1,9 +1,9 @@
 """End to end on one machine: a real GARM serves HTTPS with the certificate the relation gives.
 
-The charm runs through `ops.testing` with its real `Workload` rooted in a temporary directory,
-as in `test_garm_machine.py`. The `certificates` provider is a throwaway CA in the test: it
-signs the CSR the charm's library publishes. GARM is the real binary (v0.2.1 and the newer
-build, SQLite), started by the systemctl stand-in with the files the charm rendered.
+The charm runs through `ops.testing` in the e2e container, as in `test_garm_machine.py`. The
+`certificates` provider is a throwaway CA in the test: it signs the CSR the charm's library
+publishes. GARM is the real binary (v0.2.1 and the newer build, SQLite), started by the
+container's systemd from the files the charm rendered; so is the charm's exporter.
 
 The walk: GARM bootstrapped on plain HTTP with COS related (a metrics token written), the
 certificate arrives (GARM restarts once onto HTTPS; the charm and the scrape verify it with
@@ -94,7 +94,7 @@ class TlsMachine:
             return error.code
 
     def charm_metrics(self) -> str:
-        """What the charm's exporter serves, once the stand-in has it listening (ADR 0030)."""
+        """What the charm's exporter serves, once systemd has it listening (ADR 0030)."""
         url = f"http://127.0.0.1:{self.machine.exporter_port}/metrics"
         deadline = time.monotonic() + STEP_TIMEOUT
         while True:
