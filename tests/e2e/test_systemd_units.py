@@ -10,8 +10,10 @@ relation, so GARM runs under a lease and its watchdog; `cos-agent`, so the expor
   states (its "systemd units" table, the one place the figures live);
 - the exporter answers on 127.0.0.1 only, and its unit's address filter holds;
 - the tick's timer fires at `reconcile-interval` and its command dispatches `reconcile-tick`;
-- the lease watchdog stops GARM once the lease has lapsed, with no hook running (last: it
-  stops GARM, and the next hook must start it again).
+- the lease watchdog stops GARM once the lease has lapsed, with no hook running (it stops
+  GARM, and the next hook must start it again);
+- and of the walks' own check: a unit that fails fails the walk, one that systemd could not
+  put in its cgroup (which systemd then restarts) does not.
 """
 
 from __future__ import annotations
@@ -304,3 +306,32 @@ def job_times(machine: ContainerMachine, unit: str, job: str, since: float) -> l
         "_PID=1", f"UNIT={unit}", f"JOB_TYPE={job}", since=since
     )
     return [int(entry["__REALTIME_TIMESTAMP"]) / 1e6 for entry in entries]
+
+
+def test_a_failed_unit_fails_the_walk_and_a_failed_cgroup_step_does_not(
+    container: Container, tmp_path: Path
+):
+    """Arrange: two units, one exiting 1, one 219 (systemd's status for its own cgroup step).
+
+    Act: start each; the walks' check after a hook.
+    Assert: the first fails the test, naming the unit and what it printed; the second does not.
+    """
+    machine = ContainerMachine(container, tmp_path)
+    for name, status in (("e2e-fails", 1), ("e2e-cgroup-step", 219)):
+        unit = f"[Service]\nExecStart=/bin/sh -c 'echo exiting {status}; exit {status}'\n"
+        container.write(f"/etc/systemd/system/{name}.service", unit.encode())
+    container.systemctl("daemon-reload")
+    try:
+        for name in ("e2e-fails", "e2e-cgroup-step"):
+            container.systemctl("start", f"{name}.service")
+
+        machine.fail_if_a_unit_failed(("e2e-cgroup-step.service",))
+        with pytest.raises(
+            pytest.fail.Exception, match=r"e2e-fails\.service failed(.|\n)*exiting 1"
+        ):
+            machine.fail_if_a_unit_failed(("e2e-fails.service",))
+    finally:
+        container.run(["rm", "-f", "/etc/systemd/system/e2e-fails.service"])
+        container.run(["rm", "-f", "/etc/systemd/system/e2e-cgroup-step.service"])
+        container.systemctl("daemon-reload")
+        container.systemctl("reset-failed")
