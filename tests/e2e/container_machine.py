@@ -40,7 +40,7 @@ from ops import testing
 import charm
 from e2e.container import Container
 from e2e.hook_server import read, write
-from e2e.machine import FAKE_PROVIDER_DIR, PROVIDER_STANDIN, build_tarball
+from e2e.machine import build_tarball, provider_environments, provider_instances, provider_script
 from workload.exporter import EXPORTER_PORT, ExporterPaths
 from workload.host import SERVICE_NAME, Paths
 from workload.lease import LeaseFiles
@@ -205,20 +205,26 @@ class ContainerMachine:
         raise LookupError("no garm user in the container")
 
     def provider_tarball(self, destination: Path) -> Path:
-        """The `garm-provider-openstack` resource: the stand-in, as a release tarball."""
-        return build_tarball("garm-provider-openstack", provider_script(), destination)
+        """The `garm-provider-openstack` resource: the stand-in, as a release tarball.
+
+        GARM runs providers in its sandbox, with a clean environment: the shebang is the
+        machine's Python and the fake provider travels inside the script.
+        """
+        script = provider_script(
+            PROVIDER_STATE,
+            PROVIDER_ENVIRONMENT,
+            python=MACHINE_PYTHON,
+            embed_fake_provider=True,
+        )
+        return build_tarball("garm-provider-openstack", script, destination)
 
     def provider_instances(self) -> int:
         """How many instances the stand-in provider holds."""
-        if not self.provider_state.exists():
-            return 0
-        return len(json.loads(self.provider_state.read_text()))
+        return provider_instances(self.provider_state)
 
     def provider_environments(self) -> list[dict[str, str]]:
         """The proxy variables the stand-in provider saw, one mapping per call."""
-        if not self.provider_environment.exists():
-            return []
-        return [json.loads(line) for line in self.provider_environment.read_text().splitlines()]
+        return provider_environments(self.provider_environment)
 
     def close(self) -> None:
         """Stop the hook servers and take away everything the charm made (pass or fail)."""
@@ -226,27 +232,6 @@ class ContainerMachine:
             hooks.close()
         self._hooks.clear()
         reset(self.container)
-
-
-def provider_script() -> bytes:
-    """The stand-in provider, its settings and the fake provider's source written in.
-
-    GARM runs providers with a clean environment and no arguments, in its sandbox: the shebang
-    is the machine's Python and the fake provider travels inside the script.
-    """
-    script = f"#!{MACHINE_PYTHON}\n{PROVIDER_STANDIN.read_text()}"
-    source = (FAKE_PROVIDER_DIR / "fake_provider.py").read_text()
-    settings = {
-        'STATE = Path("instances.json")': f"STATE = Path({str(PROVIDER_STATE)!r})",
-        'ENVIRONMENT_LOG = Path("environment.jsonl")': (
-            f"ENVIRONMENT_LOG = Path({str(PROVIDER_ENVIRONMENT)!r})"
-        ),
-        'FAKE_PROVIDER_SOURCE = ""': f"FAKE_PROVIDER_SOURCE = {source!r}",
-    }
-    for default, value in settings.items():
-        assert default in script, default
-        script = script.replace(default, value, 1)
-    return script.encode()
 
 
 # What the charm makes on a machine, and takes away here between two tests of a module.
