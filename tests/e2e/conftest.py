@@ -1,8 +1,14 @@
-"""Fixtures for the end-to-end machine tests: real GARM binaries, found or skipped with a reason.
+"""Fixtures for the end-to-end machine tests: real GARM binaries, a container with systemd.
 
 The binaries are found as the contract suite finds them (`GARM_BIN_V021`, `GARM_BIN_NEWER`, or
 the binaries directory `GARM_BIN_DIR`, by default `shared/garm/bin/` beside the checkout).
 Without them the tests skip and say where they looked.
+
+The machine the charm runs on is a container booted with a real systemd (`container.py`): one
+per test module at most, booted when its first test needs it, its journal saved beside the
+module's temporary files and its boot time in the run's summary (`tests/conftest.py`). Each
+test gets it as a fresh machine (`ContainerMachine`): whatever the charm made is taken away at
+the test's end. Without root or systemd-nspawn the tests cannot run (skipped, failed in CI).
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ import pytest
 
 from contract.conftest import NEWER, V021, garm_binary
 from e2e import postgres
-from e2e.machine import Machine, build_tarball
+from e2e.container import Container, booted, unavailable_reason
+from e2e.container_machine import CONTAINER_FILES, ContainerMachine
+from e2e.machine import build_tarball
 from must_run import cannot_run
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -92,12 +100,35 @@ def garm_tarballs(tmp_path_factory: pytest.TempPathFactory) -> GarmTarballs:
     return GarmTarballs(tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def container(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Container]:
+    """The module's container, this thread on its network; stopped and checked at the end."""
+    reason = unavailable_reason()
+    if reason:
+        cannot_run(reason)
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    journal = tmp_path_factory.mktemp(f"container-{name}") / "journal.txt"
+    with booted(CONTAINER_FILES, journal_file=journal) as box, box.network():
+        yield box
+
+
+@pytest.fixture(autouse=True)
+def _container_boot_time(request: pytest.FixtureRequest) -> None:
+    """Put the module's container's boot time in the test's report, for the run's summary."""
+    if "container" in request.fixturenames:
+        container: Container = request.getfixturevalue("container")
+        module = request.node.module.__name__
+        line = f"{module}: booted in {container.boot_seconds:.1f} s"
+        request.node.user_properties.append(("container", line))
+
+
 @pytest.fixture
-def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Machine]:
-    """A machine root with the systemctl stand-in first on PATH; everything stops at the end."""
-    box = Machine(tmp_path)
-    monkeypatch.setenv("PATH", box.path_with_systemctl())
+def machine(container: Container, tmp_path: Path) -> Iterator[ContainerMachine]:
+    """A fresh machine in the module's container; what the charm made goes at the end."""
+    box = ContainerMachine(container, tmp_path)
     try:
         yield box
     finally:
-        box.stop_everything()
+        box.close()

@@ -1,4 +1,8 @@
-"""A machine for the garm charm under a temporary root, running a real GARM.
+"""A machine for the garm charm under a temporary root, running a real GARM, without systemd.
+
+Only where no systemd can be booted: `tox -e demo -- --garm-bin` (`scripts/demo_real.py`) runs
+on any developer's machine, as any user. The e2e suites run the charm in a container with a real
+systemd instead (`container_machine.py`), which enforces what the stand-in below only records.
 
 The charm's real `Workload` is rooted in a temporary directory. Two things stand in for what
 these machines lack, and both do the real work instead of recording it:
@@ -29,7 +33,7 @@ import socket
 import sys
 import tarfile
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from doubles.workload_double import this_users_ids
 from workload.exporter import CharmExporter, ExporterPaths
@@ -57,13 +61,20 @@ def build_tarball(member: str, content: bytes, destination: Path) -> Path:
     return destination
 
 
-def provider_script(state_file: Path, environment_log: Path) -> bytes:
+def provider_script(
+    state_file: PurePath,
+    environment_log: PurePath,
+    *,
+    python: str = sys.executable,
+    embed_fake_provider: bool = False,
+) -> bytes:
     """The `garm-provider-openstack` stand-in (`provider_standin.py`) with its settings.
 
     GARM runs providers with a clean environment, so the shebang is absolute and the settings
-    are written into the script.
+    are written into the script. `embed_fake_provider` writes the fake provider's source in
+    too, for a provider run where the checkout cannot be read (GARM's sandbox hides homes).
     """
-    script = f"#!{sys.executable}\n{PROVIDER_STANDIN.read_text()}"
+    script = f"#!{python}\n{PROVIDER_STANDIN.read_text()}"
     settings = {
         'STATE = Path("instances.json")': f"STATE = Path({str(state_file)!r})",
         'ENVIRONMENT_LOG = Path("environment.jsonl")': (
@@ -71,9 +82,27 @@ def provider_script(state_file: Path, environment_log: Path) -> bytes:
         ),
         'FAKE_PROVIDER_DIR = "."': f"FAKE_PROVIDER_DIR = {str(FAKE_PROVIDER_DIR)!r}",
     }
+    if embed_fake_provider:
+        source = (FAKE_PROVIDER_DIR / "fake_provider.py").read_text()
+        settings['FAKE_PROVIDER_SOURCE = ""'] = f"FAKE_PROVIDER_SOURCE = {source!r}"
     for default, value in settings.items():
+        assert default in script, default
         script = script.replace(default, value, 1)
     return script.encode()
+
+
+def provider_instances(state_file: Path) -> int:
+    """How many instances the provider stand-in holds in its state file."""
+    if not state_file.exists():
+        return 0
+    return len(json.loads(state_file.read_text()))
+
+
+def provider_environments(environment_log: Path) -> list[dict[str, str]]:
+    """The proxy variables the provider stand-in saw, one mapping per call."""
+    if not environment_log.exists():
+        return []
+    return [json.loads(line) for line in environment_log.read_text().splitlines()]
 
 
 @dataclasses.dataclass
@@ -165,16 +194,11 @@ class Machine:
 
     def provider_instances(self) -> int:
         """How many instances the provider holds."""
-        if not self.provider_state.exists():
-            return 0
-        return len(json.loads(self.provider_state.read_text()))
+        return provider_instances(self.provider_state)
 
     def provider_environments(self) -> list[dict[str, str]]:
         """The proxy variables the provider saw, one mapping per call."""
-        if not self.provider_environment.exists():
-            return []
-        lines = self.provider_environment.read_text().splitlines()
-        return [json.loads(line) for line in lines]
+        return provider_environments(self.provider_environment)
 
     def stop_everything(self) -> None:
         """Stop every process the stand-in started (end of test, pass or fail)."""

@@ -1,9 +1,10 @@
 """The integration scenario's `GarmModel` on the e2e machine: the dry run of the Juju suite.
 
-garm's hooks run through `ops.testing` with its real `Workload` on a `Machine` (a real GARM
-binary, started by the systemctl stand-in). The provider resource is the integration suite's
-own fake provider (`integration.fake_services`), whose stand-in runners report to GARM, as on
-a Juju model. What Juju would do is done here:
+garm's hooks run through `ops.testing` with its real `Workload` in the e2e container (a real
+GARM binary, started by the container's systemd from the unit the charm rendered). The provider
+resource is the integration suite's own fake provider (`integration.fake_services`), as on a
+Juju unit: its state in `/var/lib/garm`, run by the machine's `/usr/bin/python3`, its stand-in
+runners reporting to GARM. What Juju would do is done here:
 
 - waiting is running update-status hooks, one a second, until the check holds (Juju runs them
   every 10 s in the integration model, and the leader's reconcile tick every minute);
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sys
 import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -28,9 +28,8 @@ from typing import Any
 import pytest
 from ops import testing
 
-import charm
 from charms.garm_configurator.v0 import garm_configurator as interface
-from e2e.machine import Machine
+from e2e.container_machine import ContainerMachine
 from fake_github import FakeGitHub
 from integration.fake_services import fake_provider_executable, tarball
 from integration.scenario import (
@@ -57,12 +56,14 @@ class MachineModel:
         port: a free loopback port for GARM's API.
     """
 
-    def __init__(self, machine: Machine, garm_tarball: Path, directory: Path, port: int) -> None:
+    def __init__(
+        self, machine: ContainerMachine, garm_tarball: Path, directory: Path, port: int
+    ) -> None:
         self.machine = machine
         self.garm_tarball = garm_tarball
         self.directory = directory
         self.port = port
-        self.ctx = testing.Context(charm.GarmCharm)
+        self.ctx = machine.hooks()
         self.state = testing.State(leader=True)
         self.history: list[Status] = []
         self.configurator: dict[str, str | int] = {}
@@ -74,13 +75,8 @@ class MachineModel:
 
     def deploy_garm(self, config: Mapping[str, str]) -> None:
         """Install the leader with both resources and `config`: the install hook."""
-        state_dir = self.directory / "provider-state"
-        state_dir.mkdir()
-        provider = tarball(
-            self.directory,
-            "garm-provider-openstack",
-            fake_provider_executable(state_dir=str(state_dir), python=sys.executable),
-        )
+        # As on a unit: its state in /var/lib/garm, run by the machine's Python.
+        provider = tarball(self.directory, "garm-provider-openstack", fake_provider_executable())
         resources = {
             testing.Resource(name="garm-binary", path=self.garm_tarball),
             testing.Resource(name="garm-provider-openstack", path=provider),

@@ -1,9 +1,10 @@
 """A `garm-provider-openstack` stand-in: checks the charm's files, then fakes instances.
 
 Packed as the provider resource by `machine.py`, which gives it an absolute shebang and writes
-in its three settings (GARM runs providers with no arguments and a clean environment): `STATE`
+in its settings (GARM runs providers with no arguments and a clean environment): `STATE`
 (the instances file), `ENVIRONMENT_LOG` (where each call's proxy variables go) and
-`FAKE_PROVIDER_DIR` (the contract suite's fake provider, which does the instance bookkeeping).
+`FAKE_PROVIDER_DIR` (the contract suite's fake provider, which does the instance bookkeeping),
+or `FAKE_PROVIDER_SOURCE`, that provider's source itself (`container_machine.py`).
 
 Each call first reads the config.toml the charm rendered for the provider and the clouds.yaml it
 names, as the real provider needs them, and fails (exit 1) when they are unusable. A created
@@ -29,6 +30,8 @@ import yaml
 STATE = Path("instances.json")
 ENVIRONMENT_LOG = Path("environment.jsonl")
 FAKE_PROVIDER_DIR = "."
+# Or the fake provider's source itself, where GARM's sandbox cannot read the checkout.
+FAKE_PROVIDER_SOURCE = ""
 # The `image_visibility` values garm-provider-openstack's config validation accepts.
 IMAGE_VISIBILITIES = ("public", "private", "community", "shared", "all")
 
@@ -103,6 +106,10 @@ def boot_runner(bootstrap: str) -> None:
 
 def _load_fake_provider() -> ModuleType:
     """The contract suite's fake provider, loaded from its file (GARM gives no import path)."""
+    if FAKE_PROVIDER_SOURCE:
+        module = ModuleType("fake_provider")
+        exec(compile(FAKE_PROVIDER_SOURCE, "fake_provider.py", "exec"), module.__dict__)  # noqa: S102
+        return module
     spec = importlib.util.spec_from_file_location(
         "fake_provider", Path(FAKE_PROVIDER_DIR) / "fake_provider.py"
     )

@@ -1,5 +1,7 @@
 """A stand-in for `systemctl` that really runs a unit's ExecStart, for machines without systemd.
 
+Used by the demo on a real GARM (`machine.py`); the e2e suites use a real systemd.
+
 It is not a mock of the charm: it reads the unit file the charm rendered under a test root and
 does what systemd would do with the lines that matter to a test (ExecStart, Environment,
 EnvironmentFile, WorkingDirectory), starting the program as a detached process whose output

@@ -26,6 +26,7 @@ from ops import testing
 
 from contract.conftest import NEWER, V021
 from contract.garm_http import call
+from doubles.workload_double import MACHINE_PATHS
 from e2e import test_garm_machine as machine_walk
 from e2e.conftest import Case, GarmTarballs
 from e2e.test_garm_machine import (
@@ -68,7 +69,7 @@ def test_backup_pause_change_restore_round_trip(walk: Walk, case: Case):
     hand_work_while_paused(walk)
     restarts = walk.machine.restarts()
     run_action(walk, "restore-backup", name="before")
-    assert not walk.machine.workload().is_running(), "an operator's pause keeps GARM stopped"
+    assert not walk.machine.is_running(), "an operator's pause keeps GARM stopped"
     assert walk.machine.restarts() == restarts
     resumed = run_action(walk, "resume")
 
@@ -78,7 +79,7 @@ def test_backup_pause_change_restore_round_trip(walk: Walk, case: Case):
     again = run_action(walk, "restore-backup", name="before")
     assert again == {"restored": "before", "status": "active: "}
     assert garm_objects(walk) == before
-    assert walk.machine.workload().is_running()
+    assert walk.machine.is_running()
 
 
 @pytest.mark.parametrize("case", [Case(V021, "sqlite")], ids=["v0.2.1-to-newer"])
@@ -106,7 +107,7 @@ def test_upgrade_keeps_everything_and_a_downgrade_is_refused(
     assert new_version != old_version
     shown = [status.message for status in walk.ctx.unit_status_history]
     assert f"upgrading GARM {old_version} -> {new_version}: backing up, then restarting" in shown
-    backups = walk.machine.workload().paths.charm_state / "backups"
+    backups = walk.machine.paths.charm_state / "backups"
     (pre_upgrade,) = backups.iterdir()
     manifest = json.loads((pre_upgrade / "manifest.json").read_text())
     assert manifest["garm_version"] == old_version
@@ -153,9 +154,8 @@ def attach_garm(walk: Walk, tarball: Path) -> None:
 
 def backup_is_private_and_true(walk: Walk, made: dict[str, Any], case: Case) -> None:
     """The copy is 0600 in a 0700 directory; its sha256 and version are what the results say."""
-    copy = Path(made["path"])
-    paths = walk.machine.workload().paths
-    assert copy.is_relative_to(paths.charm_state / "backups")
+    assert Path(made["path"]).is_relative_to(MACHINE_PATHS.charm_state / "backups")
+    copy = walk.machine.container.host_path(made["path"])
     assert stat.S_IMODE(copy.stat().st_mode) == 0o600
     assert stat.S_IMODE(copy.parent.stat().st_mode) == 0o700
     assert hashlib.sha256(copy.read_bytes()).hexdigest() == made["sha256"]
@@ -169,7 +169,7 @@ def hand_work_while_paused(walk: Walk) -> None:
     """Pause, create an endpoint by hand; hooks and ticks change nothing and restart nothing."""
     run_action(walk, "pause")
     assert walk.statuses[-1].startswith("maintenance: paused since ")
-    assert not walk.machine.reconcile_tick().paths.timer_file.exists()
+    assert not walk.machine.tick_paths.timer_file.exists()
     api = walk.client()
     endpoint = {
         "name": "by-hand",

@@ -1,11 +1,13 @@
 """End to end on one machine: the garm charm's hooks run a real GARM with the files it renders.
 
-The charm runs through `ops.testing`, hook after hook, with its real `Workload` rooted in a
-temporary directory (see `machine.py`). GARM is the real server binary, packed as the
-`garm-binary` resource; the provider resource is a stand-in that checks the files the charm
-rendered for it. GitHub is the fake on loopback: GARM's `github.com` endpoint is pointed at it
-before the configurator is related (as DNS would point a name at a host), and the model's proxy
-is a loopback sink, so GARM reaches nothing beyond this machine and resolves no name.
+The charm runs through `ops.testing`, hook after hook, inside a container booted with a real
+systemd (see `container_machine.py`), with its real `Workload` at its production paths: GARM is
+started by that systemd from the unit the charm rendered, in its sandbox. GARM is the real server
+binary, packed as the `garm-binary` resource; the provider resource is a stand-in that checks the
+files the charm rendered for it. GitHub is the fake on loopback: GARM's `github.com` endpoint is
+pointed at it before the configurator is related (as DNS would point a name at a host), and the
+model's proxy is a loopback sink, so GARM reaches nothing beyond this machine and resolves no
+name.
 
 The walk: install, GARM starts from the rendered config.toml, bootstrap, configurator related,
 provider, credentials, organization and scale set in GARM, label change, old generation
@@ -29,14 +31,13 @@ from typing import Any
 import pytest
 from ops import testing
 
-import charm
 from contract.garm_http import call
 from contract.real_garm import V021
 from doubles.configurator_publication import pkcs1_app_key, republished
 from doubles.database_publication import database_relation, database_secret
-from doubles.workload_double import this_users_ids
+from doubles.workload_double import MACHINE_PATHS
 from e2e.conftest import Case, GarmTarballs
-from e2e.machine import Machine
+from e2e.container_machine import ContainerHooks, ContainerMachine
 from e2e.postgres import PostgresServer, local_postgresql
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable, ScaleSet
@@ -57,9 +58,9 @@ TICK_SECONDS = 60.0
 class Walk:
     """The charm's state between hooks, and the GARM it drives."""
 
-    ctx: testing.Context[charm.GarmCharm]
+    ctx: ContainerHooks
     state: testing.State
-    machine: Machine
+    machine: ContainerMachine
     github: FakeGitHub
     port: int
     database_password: str = ""
@@ -130,7 +131,7 @@ def database(case: Case) -> Iterator[PostgresServer | None]:
 
 @pytest.fixture
 def walk(
-    machine: Machine,
+    machine: ContainerMachine,
     github: FakeGitHub,
     case: Case,
     database: PostgresServer | None,
@@ -144,44 +145,73 @@ def walk(
     In the PostgreSQL case the `database` relation has already answered with the server's
     endpoint and a role, as a PostgreSQL charm would.
     """
-    monkeypatch.setattr(charm, "Workload", machine.workload)
-    monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
     # The model's proxy: a sink on loopback. GARM never proxies loopback, so the fake GitHub
     # is reached directly and anything else ends at the sink without a DNS lookup.
-    monkeypatch.setenv("JUJU_CHARM_HTTP_PROXY", github.url)
-    monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", github.url)
-    monkeypatch.setenv("JUJU_CHARM_NO_PROXY", "10.0.0.0/8")
-    resources = {
-        testing.Resource(name="garm-binary", path=garm_tarballs.of(case.version)),
-        testing.Resource(
-            name="garm-provider-openstack",
-            path=machine.provider_tarball(tmp_path / "garm-provider-openstack-linux-amd64.tgz"),
-        ),
-    }
-    secrets = {
-        # Both name configurator `small` as their publisher, as its app-owned copies do.
-        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD, "app": "small"}),
-        testing.Secret(tracked_content={"private-key": pkcs1_app_key(), "app": "small"}),
-    }
+    for name, value in proxied_model(github).items():
+        monkeypatch.setenv(name, value)
+    secrets: set[testing.Secret] = set()
     relations: set[testing.RelationBase] = set()
     if database is not None:
         user = database_secret(database.username, database.password)
         secrets.add(user)
         relations.add(database_relation(user, endpoints=database.endpoint))
-    state = testing.State(
-        leader=True,
-        config={
-            "port": unused_port,
-            "external-url": f"http://127.0.0.1:{unused_port}",
-            "handover-grace": "2s",
-            "drain-timeout": "10m",
-        },
-        resources=frozenset(resources),
-        secrets=frozenset(secrets),
-        relations=frozenset(relations),
+    state = leader_state(
+        machine,
+        garm_tarballs.of(case.version),
+        tmp_path,
+        unused_port,
+        secrets=secrets,
+        relations=relations,
     )
     password = database.password if database is not None else ""
-    return Walk(testing.Context(charm.GarmCharm), state, machine, github, unused_port, password)
+    return Walk(machine.hooks(), state, machine, github, unused_port, password)
+
+
+def proxied_model(github: FakeGitHub) -> dict[str, str]:
+    """The model's proxy settings as Juju hands them to a hook: a sink at the fake GitHub."""
+    return {
+        "JUJU_CHARM_HTTP_PROXY": github.url,
+        "JUJU_CHARM_HTTPS_PROXY": github.url,
+        "JUJU_CHARM_NO_PROXY": "10.0.0.0/8",
+    }
+
+
+def leader_state(
+    machine: ContainerMachine,
+    garm_tarball: Path,
+    directory: Path,
+    port: int,
+    *,
+    config: dict[str, str | int] | None = None,
+    secrets: set[testing.Secret] | None = None,
+    relations: set[testing.RelationBase] | None = None,
+) -> testing.State:
+    """The leader before install: both resources attached, configurator `small`'s secrets."""
+    resources = {
+        testing.Resource(name="garm-binary", path=garm_tarball),
+        testing.Resource(
+            name="garm-provider-openstack",
+            path=machine.provider_tarball(directory / "garm-provider-openstack-linux-amd64.tgz"),
+        ),
+    }
+    granted = {
+        # Both name configurator `small` as their publisher, as its app-owned copies do.
+        testing.Secret(tracked_content={"password": OPENSTACK_PASSWORD, "app": "small"}),
+        testing.Secret(tracked_content={"private-key": pkcs1_app_key(), "app": "small"}),
+    }
+    defaults: dict[str, str | int] = {
+        "port": port,
+        "external-url": f"http://127.0.0.1:{port}",
+        "handover-grace": "2s",
+        "drain-timeout": "10m",
+    }
+    return testing.State(
+        leader=True,
+        config={**defaults, **(config or {})},
+        resources=frozenset(resources),
+        secrets=frozenset(granted | (secrets or set())),
+        relations=frozenset(relations or set()),
+    )
 
 
 @pytest.fixture
@@ -241,7 +271,7 @@ def install_and_bootstrap(walk: Walk) -> None:
     assert info.callback_url == f"{walk.url}/api/v1/callbacks"
     assert info.metadata_url == f"{walk.url}/api/v1/metadata"
     assert walk.machine.restarts() == 1, "a bootstrap must not restart GARM"
-    assert walk.machine.reconcile_tick().paths.timer_file.is_file(), "the leader's tick"
+    assert walk.machine.tick_paths.timer_file.is_file(), "the leader's tick"
 
 
 def files_are_private(walk: Walk, case: Case) -> None:
@@ -249,7 +279,7 @@ def files_are_private(walk: Walk, case: Case) -> None:
 
     GARM cannot change its own configuration; binaries are executable.
     """
-    paths = walk.machine.workload().paths
+    paths = walk.machine.paths
     modes = {
         paths.config: 0o640,
         paths.environment: 0o600,
@@ -267,20 +297,21 @@ def files_are_private(walk: Walk, case: Case) -> None:
     document = tomllib.loads(paths.config.read_text())
     assert "log_file" not in document["logging"], "GARM logs once, to the journal"
     if case.backend == "sqlite":
-        assert document["database"]["sqlite3"]["db_file"] == str(paths.sqlite_db)
+        assert document["database"]["sqlite3"]["db_file"] == str(MACHINE_PATHS.sqlite_db)
         assert paths.sqlite_db.is_file()
     else:
         assert document["database"]["backend"] == "postgresql"
         assert not paths.sqlite_db.exists()
-    # The group the workload's lookup gave for `garm` (the test's own: no user is added).
-    _, gid = this_users_ids("garm")
+    uid, gid = walk.machine.garm_ids()
     for path in (paths.config, paths.etc, paths.data):
         assert path.stat().st_gid == gid, path
+    assert paths.data.stat().st_uid == uid, "GARM's own state directory"
+    assert paths.config.stat().st_uid == 0, "GARM cannot change its configuration"
 
 
 def proxy_reaches_garm(walk: Walk, case: Case) -> None:
     """GARM runs with the proxy in its environment; [proxy] only where GARM reads it."""
-    paths = walk.machine.workload().paths
+    paths = walk.machine.paths
     environment = paths.environment.read_text()
     document = tomllib.loads(paths.config.read_text())
 
@@ -403,21 +434,20 @@ def remove_configurator(walk: Walk) -> None:
     walk.update_status_until(lambda: walk.scalesets() == [], "the orphan scale set deleted")
     walk.update_status_until(lambda: walk.client().list_providers() == [], "the provider released")
     assert walk.machine.restarts() == 4
-    paths = walk.machine.workload().paths
-    assert not paths.provider_dir(PROVIDER).exists()
+    assert not walk.machine.paths.provider_dir(PROVIDER).exists()
 
 
 def remove_unit(walk: Walk, case: Case) -> None:
     """The remove hook stops and disables GARM and removes its unit; the data stays."""
-    paths = walk.machine.workload().paths
+    paths = walk.machine.paths
 
     walk.hook(walk.ctx.on.remove())
 
-    assert ["disable", "--now", "garm"] in walk.machine.systemctl_calls()
+    assert not walk.machine.is_running()
+    assert not (paths.root / "etc/systemd/system/multi-user.target.wants/garm.service").exists()
     assert not paths.unit_file.exists()
-    assert not walk.machine.reconcile_tick().paths.timer_file.exists()
+    assert not walk.machine.tick_paths.timer_file.exists()
     assert paths.sqlite_db.is_file() == (case.backend == "sqlite")
-    assert not walk.machine.workload().is_running()
 
 
 # Checks on what GARM printed ------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """End to end with the real provider: charm hooks, real GARM, real provider, fake OpenStack.
 
-The same machine as `test_garm_machine.py` (the charm through `ops.testing`, its real
-`Workload` under a temporary root, the systemctl stand-in, the fake GitHub), but the
+The same machine as `test_garm_machine.py` (the charm through `ops.testing` in the e2e
+container, GARM started by its systemd, the fake GitHub), but the
 `garm-provider-openstack` resource is the real provider binary, and Keystone, Nova, Glance and
 Neutron are the fake OpenStack on loopback. Its Nova "boots" each server by reading the user
 data the provider built and reporting the runner to GARM, as cloud-init would make it do.
@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 from ops import testing
 
-import charm
 from charms.garm_configurator.v0 import garm_configurator as interface
 from doubles.configurator_publication import CONFIGURATOR_ENDPOINT, pkcs1_app_key
 from e2e.conftest import SQLITE_CASES, Case, GarmTarballs, available_case
-from e2e.machine import Machine, build_tarball
+from e2e.container_machine import ContainerMachine
+from e2e.machine import build_tarball
 from e2e.real_provider import publication, require_provider_binary
 from e2e.test_garm_machine import (
     NEW_LABELS,
@@ -94,7 +94,7 @@ def sqlite_case(request: pytest.FixtureRequest) -> Case:
 
 @pytest.fixture
 def provider_walk(
-    machine: Machine,
+    machine: ContainerMachine,
     sqlite_case: Case,
     garm_tarballs: GarmTarballs,
     tmp_path: Path,
@@ -117,15 +117,13 @@ def provider_walk(
 
 
 def _walk(
-    machine: Machine,
+    machine: ContainerMachine,
     github: FakeGitHub,
     case: Case,
     garm_tarballs: GarmTarballs,
     provider_tarball: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Walk:
-    monkeypatch.setattr(charm, "Workload", machine.workload)
-    monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
     # The model's proxy is a sink on loopback (see test_garm_machine); loopback is never proxied.
     monkeypatch.setenv("JUJU_CHARM_HTTP_PROXY", github.url)
     monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", github.url)
@@ -148,7 +146,7 @@ def _walk(
             testing.Secret(tracked_content={"private-key": pkcs1_app_key(), "app": "small"}),
         },
     )
-    return Walk(testing.Context(charm.GarmCharm), state, machine, github, port)
+    return Walk(machine.hooks(), state, machine, github, port)
 
 
 def _unused_port() -> int:

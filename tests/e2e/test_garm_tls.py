@@ -1,9 +1,9 @@
 """End to end on one machine: a real GARM serves HTTPS with the certificate the relation gives.
 
-The charm runs through `ops.testing` with its real `Workload` rooted in a temporary directory,
-as in `test_garm_machine.py`. The `certificates` provider is a throwaway CA in the test: it
-signs the CSR the charm's library publishes. GARM is the real binary (v0.2.1 and the newer
-build, SQLite), started by the systemctl stand-in with the files the charm rendered.
+The charm runs through `ops.testing` in the e2e container, as in `test_garm_machine.py`. The
+`certificates` provider is a throwaway CA in the test: it signs the CSR the charm's library
+publishes. GARM is the real binary (v0.2.1 and the newer build, SQLite), started by the
+container's systemd from the files the charm rendered; so is the charm's exporter.
 
 The walk: GARM bootstrapped on plain HTTP with COS related (a metrics token written), the
 certificate arrives (GARM restarts once onto HTTPS; the charm and the scrape verify it with
@@ -28,12 +28,11 @@ from typing import Any
 import pytest
 from ops import testing
 
-import charm
 from contract.conftest import NEWER, V021, garm_binary
 from doubles.configurator_publication import pkcs1_app_key, republished
 from doubles.tls_publication import Issuer, certificates_relation, requested
 from e2e.conftest import GarmTarballs
-from e2e.machine import Machine
+from e2e.container_machine import ContainerHooks, ContainerMachine
 from fake_github import FakeGitHub
 from garm_api import GarmClient, GarmUnreachable
 from must_run import cannot_run
@@ -47,9 +46,9 @@ LABELS = ("linux", "x64")
 class TlsMachine:
     """The leader's state between hooks, the CA, and the machine GARM runs on."""
 
-    ctx: testing.Context[charm.GarmCharm]
+    ctx: ContainerHooks
     state: testing.State
-    machine: Machine
+    machine: ContainerMachine
     issuer: Issuer
     port: int
     github: FakeGitHub
@@ -96,7 +95,7 @@ class TlsMachine:
             return error.code
 
     def charm_metrics(self) -> str:
-        """What the charm's exporter serves, once the stand-in has it listening (ADR 0030)."""
+        """What the charm's exporter serves, once systemd has it listening (ADR 0030)."""
         url = f"http://127.0.0.1:{self.machine.exporter_port}/metrics"
         deadline = time.monotonic() + STEP_TIMEOUT
         while True:
@@ -145,7 +144,7 @@ def github() -> Iterator[FakeGitHub]:
 @pytest.fixture(params=[V021, NEWER])
 def tls_machine(
     request: pytest.FixtureRequest,
-    machine: Machine,
+    machine: ContainerMachine,
     github: FakeGitHub,
     garm_tarballs: GarmTarballs,
     tmp_path: Path,
@@ -158,9 +157,6 @@ def tls_machine(
     binary, reason = garm_binary(request.param)
     if binary is None:
         cannot_run(reason)
-    monkeypatch.setattr(charm, "Workload", machine.workload)
-    monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
-    monkeypatch.setattr(charm, "CharmExporter", machine.charm_exporter)
     # As in test_garm_machine.py: a proxy sink on loopback, so GARM resolves no name.
     monkeypatch.setenv("JUJU_CHARM_HTTP_PROXY", github.url)
     monkeypatch.setenv("JUJU_CHARM_HTTPS_PROXY", github.url)
@@ -196,7 +192,7 @@ def tls_machine(
             }
         ),
     )
-    return TlsMachine(testing.Context(charm.GarmCharm), state, machine, Issuer(), port, github)
+    return TlsMachine(machine.hooks(), state, machine, Issuer(), port, github)
 
 
 def test_real_garm_serves_https_with_the_relations_certificate(tls_machine: TlsMachine):

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-import charm
 from contract.conftest import V021
 from e2e.conftest import GarmTarballs
-from e2e.machine import Machine
+from e2e.container_machine import ContainerMachine
 from e2e.machine_model import MachineModel
 from fake_github import FakeGitHub
 from integration import scenario
@@ -42,18 +41,14 @@ def github(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
 
 @pytest.fixture
 def model(
-    machine: Machine,
+    machine: ContainerMachine,
     garm_tarballs: GarmTarballs,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> MachineModel:
     """The scenario's model on the e2e machine, with GARM v0.2.1 as the `garm-binary`."""
-    garm_tarball = garm_tarballs.of(V021)
-    monkeypatch.setattr(charm, "Workload", machine.workload)
-    monkeypatch.setattr(charm, "ReconcileTick", machine.reconcile_tick)
     directory = tmp_path / "model"
     directory.mkdir()
-    return MachineModel(machine, garm_tarball, directory, _unused_port())
+    return MachineModel(machine, garm_tarballs.of(V021), directory, _unused_port())
 
 
 def test_integration_scenario_on_the_e2e_machine(model: MachineModel, github: FakeGitHub):
