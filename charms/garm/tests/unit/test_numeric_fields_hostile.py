@@ -1,18 +1,22 @@
 """No value of a numeric field crashes a hook or an action (issue #31, "no hostile value").
 
 Every field garm reads a number from (its config options, the debug-ssh, database and
-garm-configurator relation fields) and every action parameter is fed arbitrary Unicode, with a
+garm-configurator relation fields, the times and the kept relay in the peer relation's
+application data) and every action parameter is fed arbitrary Unicode, with a
 bias to the digits `str.isdigit()` and `int()` disagree on ("²" is a digit to one and not to
 the other, "٣" is a digit to both, neither is ASCII). The unit serves two scale sets from the
 simulator, so an accepted value runs the whole reconcile. The property: the hook or action ends
 without an uncaught exception (a refusal is fine, a crash is not); an option of Juju type `int`
-only ever carries an integer, so those get arbitrary integers.
+only ever carries an integer, so those get arbitrary integers. The workload is the recording
+double, so the backup actions' names reach the charm's handlers, not `workload.backup`'s own
+name check (a regex of letters, digits, '.', '_' and '-'; no number is read from a name).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import json
 from typing import Any
 
@@ -221,3 +225,38 @@ def test_no_action_parameter_crashes_an_action(
     """
     with contextlib.suppress(testing.ActionFailed):  # a refusal, as the action reports it
         serving.ctx.run(serving.ctx.on.action(action, params={param: value}), serving.state)
+
+
+# The peer relation's application data: times (the pause, the lease, the hand-over claim) and
+# the kept relay, with its port. Only this application writes there, yet a value a former
+# revision or a hand edit left is read back untrusted.
+PEER_FIELDS = ("maintenance-since", "garm-lease-until", "garm-host-since", "debug-ssh-relay")
+TIMES = st.one_of(
+    NUMBERISH,
+    st.datetimes().map(datetime.datetime.isoformat),
+    st.datetimes(timezones=st.just(datetime.UTC)).map(datetime.datetime.isoformat),
+    st.builds(lambda port: json.dumps({**RELAY, "port": port}), NUMBERISH),
+)
+
+
+@pytest.mark.parametrize("field", PEER_FIELDS)
+@_RUN
+@given(value=TIMES)
+@example(value="9999-12-31T23:59:59+00:00").via("no time after it: a margin added overflows")
+@example(value="0001-01-01T00:00:00+00:00")
+@example(value="2026-12-02T10:00:00").via("naive: compared with an aware time, TypeError")
+@example(value=json.dumps({**RELAY, "port": "\u00b2"}))
+def test_no_peer_value_crashes_a_hook(field: str, value: str, serving: Serving):
+    """Arrange: the leader serves. Act: the peer application data holds the value.
+
+    Assert: update-status ends without an uncaught exception.
+    """
+    peers = next(
+        (r for r in serving.state.relations if isinstance(r, testing.PeerRelation)),
+        testing.PeerRelation("garm-peers"),
+    )
+    changed = dataclasses.replace(peers, local_app_data={**peers.local_app_data, field: value})
+    others = {r for r in serving.state.relations if r.id != peers.id}
+    state = dataclasses.replace(serving.state, relations={*others, changed})
+
+    serving.ctx.run(serving.ctx.on.update_status(), state)
