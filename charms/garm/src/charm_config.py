@@ -278,11 +278,17 @@ def _check_port(netloc: str) -> None:
 
     A colon without a port (`host:`) is refused too: urlsplit reads it as no port at all.
     """
-    after_host = netloc.rpartition("]")[2] if netloc.startswith("[") else netloc
-    if after_host.count(":") != 1:
+    if netloc.startswith("["):
+        after_host = netloc.partition("]")[2]
+        if not after_host:
+            return
+        port = after_host.removeprefix(":") if after_host.startswith(":") else "-"
+    elif netloc.count(":") == 1:
+        port = netloc.partition(":")[2]
+    else:
         return  # no port (several colons: not a host, refused as one)
     try:
-        parse_whole_number(after_host.partition(":")[2], minimum=1, maximum=MAX_PORT)
+        parse_whole_number(port, minimum=1, maximum=MAX_PORT)
     except ValueError:
         raise ValueError("must have a port of 1-65535, or none") from None
 

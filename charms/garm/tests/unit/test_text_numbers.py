@@ -122,6 +122,9 @@ def test_runner_stuck_timeout_off_or_from_ten_minutes_is_read(
         ("https://garm.example.com:\u00b2", "port of 1-65535"),
         ("https://garm.example.com:\u0669\u0669\u0669\u0667", "port of 1-65535"),
         ("https://garm.example.com:+9997", "port of 1-65535"),
+        ("http://[::1]:80:90", "port of 1-65535"),
+        ("http://[fd00::5]x", "port of 1-65535"),
+        ("http://[fd00::5]:\u00b2", "port of 1-65535"),
     ],
 )
 def test_external_url_refuses_futures_numbers_and_encoded_controls(url: str, reason: str):
