@@ -181,7 +181,8 @@ def _with_ascii_host(url: str, netloc: str) -> str:
         ValueError: the host is neither an IP literal nor a DNS name, even IDNA-encoded.
     """
     if netloc.startswith("["):
-        _check_ipv6_literal(netloc[1:].partition("]")[0])
+        if not _is_plain_ipv6(netloc[1:].partition("]")[0]):
+            raise ValueError("must have a DNS name or an IP address as its host")
         return url
     host, colon, port = netloc.rpartition(":") if netloc.count(":") == 1 else (netloc, "", "")
     try:
@@ -201,14 +202,16 @@ def _with_ascii_host(url: str, netloc: str) -> str:
     return url.replace(netloc, f"{ascii_host}{colon}{port}", 1)
 
 
-def _check_ipv6_literal(literal: str) -> None:
-    """A bracketed host must be an IPv6 address: no IPvFuture (`[v1.x]`), no zone (`%eth0`)."""
+def _is_plain_ipv6(literal: str) -> bool:
+    """Whether a bracketed host is an IPv6 address: not IPvFuture (`[v1.x]`), no zone (`%eth0`).
+
+    A zone names an interface of one machine, meaningless to runners and GitHub.
+    """
     try:
         ipaddress.IPv6Address(literal)
     except ValueError:
-        literal = "%"
-    if "%" in literal:
-        raise ValueError("must have a DNS name or an IP address as its host")
+        return False
+    return "%" not in literal
 
 
 def _is_ipv4(host: str) -> bool:
