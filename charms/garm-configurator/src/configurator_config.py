@@ -37,6 +37,7 @@ from charms.garm_configurator.v0.garm_configurator import (
     OpenStackProvider,
     OsArch,
     PortRange,
+    ProxyUrl,
     RegionName,
     RunnerGroup,
     RunnerOptions,
@@ -473,7 +474,7 @@ class _Options(BaseModel):
     github_app_id: GitHubId = Field(alias="github-app-id")
     github_app_installation_id: GitHubId = Field(alias="github-app-installation-id")
     github_app_private_key: str = Field(alias="github-app-private-key")
-    runner_http_proxy: HttpUrl | None = Field(default=None, alias="runner-http-proxy")
+    runner_http_proxy: ProxyUrl | None = Field(default=None, alias="runner-http-proxy")
     aproxy_exclude_addresses: Annotated[
         tuple[Ipv4Target, ...],
         BeforeValidator(_split_list),

@@ -9,20 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 from urllib.parse import unquote, urlsplit
 
 from reconcile.docs_links import SWITCH_DATABASE
+from text_numbers import parse_duration, parse_whole_number
 from workload.config import ProxyConfig
 from workload.exporter import EXPORTER_PORT
 
 LogLevel = Literal["debug", "info", "warn", "error"]
 LOG_LEVELS: Final = ("debug", "info", "warn", "error")
 
-# At most 9 digits per unit: no arithmetic on a huge number, no OverflowError in timedelta.
-_DURATION = re.compile(r"^(?:(?P<h>\d{1,9})h)?(?:(?P<m>\d{1,9})m)?(?:(?P<s>\d{1,9})s)?$")
 # A wait longer than a week never ends in practice; a hand-over grace longer than a day only
 # delays every changeover. Both bounds are far above any sensible value.
 MAX_WAIT: Final = datetime.timedelta(days=7)
@@ -39,11 +39,17 @@ MIN_PORT: Final = 1024
 # A tick more often than this only repeats a pass still in progress (a pass with GitHub checks
 # can take longer than a few seconds) and loads GARM for nothing.
 MIN_RECONCILE_INTERVAL: Final = datetime.timedelta(seconds=30)
+# A runner is stuck only when GARM had its own chance to finish or reap it: a boot takes
+# minutes, and a shorter timeout force-removes runners in `error` within the pass that saw them,
+# before anyone could read why they failed.
+MIN_STUCK_TIMEOUT: Final = datetime.timedelta(minutes=10)
 # external-url is pushed into GARM (callback and metadata URLs) and every runner's environment:
 # a sane URL is far shorter. DNS bounds a name at 253 characters and a label at 63.
 MAX_URL_LENGTH: Final = 1024
 MAX_HOST_LENGTH: Final = 253
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+# A label inet_aton reads as a number (decimal, or hex with 0x).
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*", re.ASCII)
 # More replacements at once than this is a second scale set, not a refresh.
 MAX_REFRESH_SURGE: Final = 50
 
@@ -60,31 +66,6 @@ class InvalidConfigError(ValueError):
         super().__init__(f"invalid config {option}: {reason}")
         self.option = option
         self.reason = reason
-
-
-def parse_duration(
-    value: str, maximum: datetime.timedelta, *, zero: bool = False
-) -> datetime.timedelta:
-    """Read a duration such as "7h", "90m", "60s" or "1h30m", at most `maximum`.
-
-    "0" is read too when `zero`.
-
-    Raises:
-        ValueError: not such a duration, zero (unless `zero`), or longer than `maximum`.
-    """
-    text = value.strip()
-    if zero and text == "0":
-        return datetime.timedelta(0)
-    match = _DURATION.match(text)
-    if not text or match is None:
-        raise ValueError("must be a duration such as 7h, 90m or 60s")
-    parts = {unit: int(amount or 0) for unit, amount in match.groupdict().items()}
-    seconds = parts["h"] * 3600 + parts["m"] * 60 + parts["s"]
-    if seconds <= 0 and not zero:
-        raise ValueError("must be longer than zero")
-    if seconds > maximum.total_seconds():
-        raise ValueError(f"must be at most {int(maximum.total_seconds()) // 3600}h")
-    return datetime.timedelta(seconds=seconds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,6 +158,9 @@ def _url(value: Any) -> str:
         raise ValueError(f"must be at most {MAX_URL_LENGTH} characters")
     if any(char.isspace() or not char.isprintable() for char in url):
         raise ValueError("must not contain spaces or control characters")
+    # Nor %-encoded: GARM and every runner decode the path (%00 ends a C string, %0a a line).
+    if not unquote(url).isprintable():
+        raise ValueError("must not contain control characters, even %-encoded")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("must be an http:// or https:// URL with a host")
@@ -197,7 +181,9 @@ def _with_ascii_host(url: str, netloc: str) -> str:
         ValueError: the host is neither an IP literal nor a DNS name, even IDNA-encoded.
     """
     if netloc.startswith("["):
-        return url  # an IPv6 literal: urlsplit has checked it
+        if not _is_plain_ipv6(netloc[1:].partition("]")[0]):
+            raise ValueError("must have a DNS name or an IP address as its host")
+        return url
     host, colon, port = netloc.rpartition(":") if netloc.count(":") == 1 else (netloc, "", "")
     try:
         ascii_host = host.encode("idna").decode("ascii").lower()
@@ -207,9 +193,33 @@ def _with_ascii_host(url: str, netloc: str) -> str:
     labels = ascii_host.removesuffix(".").split(".")
     if len(ascii_host) > MAX_HOST_LENGTH or not all(map(_HOST_LABEL.match, labels)):
         raise ValueError("must have a DNS name or an IP address as its host")
+    if _NUMERIC_LABEL.fullmatch(labels[-1]) and not _is_ipv4(ascii_host.removesuffix(".")):
+        # No top-level domain is numeric: 2130706433, 127.1 or 0x7f.0.0.1 is an address in a
+        # shorthand each resolver reads its own way (or not at all).
+        raise ValueError("must have a DNS name or an IP address (a.b.c.d) as its host")
     if host.isascii():
         return url  # as the operator spelled it
     return url.replace(netloc, f"{ascii_host}{colon}{port}", 1)
+
+
+def _is_plain_ipv6(literal: str) -> bool:
+    """Whether a bracketed host is an IPv6 address: not IPvFuture (`[v1.x]`), no zone (`%eth0`).
+
+    A zone names an interface of one machine, meaningless to runners and GitHub.
+    """
+    try:
+        ipaddress.IPv6Address(literal)
+    except ValueError:
+        return False
+    return "%" not in literal
+
+
+def _is_ipv4(host: str) -> bool:
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _port(value: Any) -> int:
@@ -251,14 +261,13 @@ def _handover_grace(value: Any) -> datetime.timedelta:
 
 
 def _stuck_timeout(value: Any) -> datetime.timedelta:
-    return parse_duration(_text(value), MAX_WAIT, zero=True)
+    return parse_duration(_text(value), MAX_WAIT, zero=True, minimum=MIN_STUCK_TIMEOUT)
 
 
 def _interval(value: Any) -> datetime.timedelta:
-    interval = parse_duration(_text(value), MAX_RECONCILE_INTERVAL, zero=True)
-    if interval and interval < MIN_RECONCILE_INTERVAL:
-        raise ValueError(f"must be 0 or at least {MIN_RECONCILE_INTERVAL.seconds}s")
-    return interval
+    return parse_duration(
+        _text(value), MAX_RECONCILE_INTERVAL, zero=True, minimum=MIN_RECONCILE_INTERVAL
+    )
 
 
 def _text(value: Any) -> str:
@@ -268,18 +277,23 @@ def _text(value: Any) -> str:
 
 
 def _check_port(netloc: str) -> None:
-    """An explicit port must be 1-65535 (urlsplit accepts 0 and raises past 65535).
+    """An explicit port must be 1-65535 in ASCII digits (urlsplit accepts 0).
 
     A colon without a port (`host:`) is refused too: urlsplit reads it as no port at all.
     """
-    if netloc.endswith(":"):
-        raise ValueError("must have a port of 1-65535, or none")
+    if netloc.startswith("["):
+        after_host = netloc.partition("]")[2]
+        if not after_host:
+            return
+        port = after_host.removeprefix(":") if after_host.startswith(":") else "-"
+    elif netloc.count(":") == 1:
+        port = netloc.partition(":")[2]
+    else:
+        return  # no port (several colons: not a host, refused as one)
     try:
-        port = urlsplit(f"//{netloc}").port
+        parse_whole_number(port, minimum=1, maximum=MAX_PORT)
     except ValueError:
-        port = 0
-    if port is not None and not 1 <= port <= MAX_PORT:
-        raise ValueError("must have a port of 1-65535, or none")
+        raise ValueError("must have a port of 1-65535, or none") from None
 
 
 # Option (as `juju config` spells it) -> the field it sets and the check that reads it.

@@ -22,6 +22,8 @@ CHARMCRAFT = Path(__file__).resolve().parents[2] / "charmcraft.yaml"
 NOT_GRANTED = "secret:d1n3kb7mp25c78a8ob99"
 # A URL carrying credentials would publish them in clear in the relation databag.
 CREDENTIALS = ("is invalid: must not carry a user or password", "use a secret")
+# A link-local or metadata host: the keystone calls or every runner's traffic would go there.
+OFF_LINK = ("is invalid: must not be a cloud metadata service or a link-local address",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +53,10 @@ ROWS = (
     Bad("repo", "acme", ("is invalid: must be owner/name",), also=(("org", ""),)),
     Bad("openstack-auth-url", "ftp://keystone", ("is invalid: must be an http://",)),
     Bad("openstack-auth-url", "https://admin:s3cret@keystone:5000/v3", CREDENTIALS),
+    Bad("openstack-auth-url", "http://169.254.169.254/openstack", OFF_LINK),
+    Bad("openstack-auth-url", "https://[fe80::1]:5000/v3", OFF_LINK),
+    Bad("openstack-auth-url", "http://metadata.google.internal/v3", OFF_LINK),
+    Bad("openstack-auth-url", "http://2852039166/v3", ("is invalid: must have a DNS name",)),
     Bad("openstack-username", "bot\x1b", ("is invalid: must be 1-255 printable",)),
     Bad("openstack-password", NOT_GRANTED, (f"juju grant-secret {NOT_GRANTED}",)),
     Bad("openstack-project-name", "p" * 256, ("is invalid: must be 1-255 printable",)),
@@ -63,8 +69,14 @@ ROWS = (
     Bad("github-app-private-key", "<PKCS#8 key>", ("names secret", "is PKCS#8")),
     Bad("runner-http-proxy", "proxy:3128", ("is invalid: must be an http://",)),
     Bad("runner-http-proxy", "http://user:s3cret@proxy:3128", CREDENTIALS),
+    Bad("runner-http-proxy", "http://169.254.169.254:80", OFF_LINK),
+    Bad("runner-http-proxy", "http://[fd00:ec2::254]", OFF_LINK),
+    Bad("runner-http-proxy", "http://[::ffff:169.254.10.1]:3128", OFF_LINK),
+    Bad("runner-http-proxy", "http://instance-data.ec2.internal.", OFF_LINK),
     Bad("aproxy-exclude-addresses", "::1", ("is invalid: must be IPv4 addresses",)),
     Bad("aproxy-redirect-ports", "0", ("is invalid: must be ports 1-65535",)),
+    Bad("aproxy-redirect-ports", "80,\u00b2", ("is invalid: must be ports 1-65535",)),
+    Bad("aproxy-redirect-ports", "\u0668\u0660", ("is invalid: must be ports 1-65535",)),
     Bad("dockerhub-mirror", "mirror", ("is invalid: must be an http://",)),
     Bad("dockerhub-mirror", "https://robot:s3cret@mirror.example", CREDENTIALS),
     Bad("otel-collector-endpoint", "collector:4317", ("is invalid: must be an http://",)),
@@ -78,6 +90,11 @@ ROWS = (
     ),
     Bad("min-idle-schedule", "Mon-Fri 08:00-18:00 Mars/Olympus=6", ("unknown time zone",)),
     Bad("min-idle-schedule", "Mon-Fri 08:00-18:00 UTC=11", ("more than 'max-runners' (10)",)),
+    Bad("min-idle-schedule", "Mon-Fri 08:00-18:00 localtime=2", ("no place's time zone",)),
+    Bad("min-idle-schedule", "Mon 08:00-18:00 posixrules=2", ("no place's time zone",)),
+    Bad("min-idle-schedule", "Mon 08:00-18:00 right/UTC=2", ("no place's time zone",)),
+    Bad("min-idle-schedule", "Mon 08:00-18:00 UTC=\u00b2", ("entry 1: expected <window>=",)),
+    Bad("min-idle-schedule", "Mon \u0660\u0668:00-18:00 UTC=2", ("entry 1: expected e.g.",)),
 )
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import ops
 
+from text_numbers import parse_whole_number
 from workload.config import PostgresConfig
 
 if TYPE_CHECKING:
@@ -213,9 +214,10 @@ def parse_endpoint(endpoint: str) -> tuple[str, int]:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= MAX_PORT:
-        raise InvalidDatabaseError("the endpoint's port is not 1-65535")
-    return int(text)
+    try:
+        return parse_whole_number(text, minimum=1, maximum=MAX_PORT)
+    except ValueError:
+        raise InvalidDatabaseError("the endpoint's port is not 1-65535") from None
 
 
 def _is_ipv6(text: str) -> bool:

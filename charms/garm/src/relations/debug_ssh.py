@@ -24,6 +24,8 @@ from typing import Final, cast
 
 import ops
 
+from text_numbers import parse_whole_number
+
 logger = logging.getLogger(__name__)
 
 RELATION: Final = "debug-ssh"
@@ -31,6 +33,7 @@ RELATION: Final = "debug-ssh"
 _HOST_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.:-]{0,251}[A-Za-z0-9])?")
 _FINGERPRINT_RE = re.compile(r"SHA256:[A-Za-z0-9+/]{43}=?")
 _FIELDS: Final = ("host", "port", "rsa_fingerprint", "ed25519_fingerprint")
+MAX_PORT: Final = 65535
 # Where the leader keeps the last valid relay: the peer relation's application data.
 KEPT_KEY: Final = "debug-ssh-relay"
 # Names of this machine or of a cloud's instance metadata service, as the runner would resolve
@@ -112,7 +115,10 @@ def parse_unit_data(data: ops.RelationDataContent | dict[str, str]) -> DebugSsh 
     if unit_data_problem(data) is not None:
         return None
     return DebugSsh(
-        data["host"], int(data["port"]), data["rsa_fingerprint"], data["ed25519_fingerprint"]
+        data["host"],
+        parse_whole_number(data["port"], minimum=1, maximum=MAX_PORT),
+        data["rsa_fingerprint"],
+        data["ed25519_fingerprint"],
     )
 
 
@@ -124,7 +130,7 @@ def unit_data_problem(data: ops.RelationDataContent | dict[str, str]) -> str | N
         return "host is a loopback, link-local or cloud-metadata address; refused"
     checks = {
         "host": bool(_HOST_RE.fullmatch(host)),
-        "port": port.isdigit() and 1 <= int(port) <= 65535,
+        "port": _is_port(port),
         "rsa_fingerprint": bool(_FINGERPRINT_RE.fullmatch(data.get("rsa_fingerprint", ""))),
         "ed25519_fingerprint": bool(
             _FINGERPRINT_RE.fullmatch(data.get("ed25519_fingerprint", ""))
@@ -134,6 +140,14 @@ def unit_data_problem(data: ops.RelationDataContent | dict[str, str]) -> str | N
     if not bad:
         return None
     return f"{', '.join(bad)} missing or malformed"
+
+
+def _is_port(text: str) -> bool:
+    try:
+        parse_whole_number(text, minimum=1, maximum=MAX_PORT)
+    except ValueError:
+        return False
+    return True
 
 
 def _reachable_elsewhere(host: str) -> bool:

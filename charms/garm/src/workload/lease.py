@@ -18,6 +18,7 @@ from pathlib import Path
 
 from charmlibs import systemd
 
+from text_numbers import parse_whole_number
 from workload import systemctl
 from workload.host import (
     SERVICE_NAME,
@@ -30,6 +31,8 @@ from workload.host import (
 )
 
 logger = logging.getLogger(__name__)
+# The last second a datetime holds (9999-12-31T23:59:59Z).
+_LAST_SECOND = 253402300799
 
 WATCH_NAME = "garm-lease-watch"
 WATCH_TIMER = f"{WATCH_NAME}.timer"
@@ -114,9 +117,11 @@ class GarmLease:
         """The lease's end as the file holds it; None when there is none."""
         found = read_regular(self.files.lease)
         text = found[0].decode(errors="replace").strip() if found is not None else ""
-        if not text.isdigit():
+        try:  # "²".isdigit() is true too, and a time past 9999 is no datetime
+            seconds = parse_whole_number(text, maximum=_LAST_SECOND)
+        except ValueError:
             return None
-        return datetime.datetime.fromtimestamp(int(text), datetime.UTC)
+        return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
 
     def drop(self) -> None:
         """No lease here any more: the watchdog stops GARM if anything started it."""

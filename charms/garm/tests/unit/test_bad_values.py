@@ -149,6 +149,14 @@ CONFIG_ROWS = (
     Bad("reconcile-interval", "29s", ("reconcile-interval", "0 or at least 30s")),
     Bad("refresh-surge", 0, ("refresh-surge", "1-50")),
     Bad("runner-stuck-timeout", "169h", ("runner-stuck-timeout", "at most 168h")),
+    Bad("runner-stuck-timeout", "1s", ("runner-stuck-timeout", "0 or at least 10m")),
+    Bad("runner-stuck-timeout", "9m59s", ("runner-stuck-timeout", "0 or at least 10m")),
+    Bad("drain-timeout", "\u0663h", ("drain-timeout", "duration such as 7h")),  # Arabic-Indic 3
+    Bad("external-url", "http://[v1.fe]:9997", ("external-url", "DNS name or an IP")),
+    Bad("external-url", "http://2130706433:9997", ("external-url", "DNS name or an IP")),
+    Bad("external-url", "http://0x7f.0.0.1", ("external-url", "DNS name or an IP")),
+    Bad("external-url", "https://garm.example.com/%00", ("external-url", "control")),
+    Bad("external-url", "https://garm.example.com:\u00b2", ("external-url", "port of 1-65535")),
 )
 
 
@@ -246,6 +254,7 @@ RELATION_ROWS = (
     Bad("scaleset.entity.owner", "-acme", ("scaleset.entity.owner: must be a GitHub account",)),
     Bad("scaleset.entity.repo", "runners", ("'repo' is required for kind 'repo' and forbidden",)),
     Bad("openstack.auth_url", "ftp://keystone", ("openstack.auth_url: must be an http://",)),
+    Bad("openstack.auth_url", "http://169.254.169.254/v3", ("auth_url: must not be a cloud",)),
     Bad(
         "openstack.auth_url", "https://u:s3cret@keystone/v3", ("auth_url: must not carry a user",)
     ),
@@ -262,9 +271,12 @@ RELATION_ROWS = (
     Bad("github-app.installation_id", 2**53, ("github-app.installation_id: Input should be",)),
     Bad("github-app.private_key_secret_id", LARGES_SECRET, ("does not name small: refused",)),
     Bad("runner.http_proxy", "proxy:3128", ("runner.http_proxy: must be an http://",)),
+    Bad("runner.http_proxy", "http://[fe80::1]:3128", ("http_proxy: must not be a cloud",)),
+    Bad("runner.http_proxy", "http://metadata.google.internal", ("http_proxy: must not be",)),
     Bad("runner.http_proxy", "http://u:s3cret@proxy:3128", ("http_proxy: must not carry a user",)),
     Bad("runner.aproxy_exclude_addresses", ["::1"], ("aproxy_exclude_addresses.0: must be IPv4",)),
     Bad("runner.aproxy_redirect_ports", ["0"], ("runner.aproxy_redirect_ports.0: must be ports",)),
+    Bad("runner.aproxy_redirect_ports", ["\u00b2"], ("aproxy_redirect_ports.0: must be ports",)),
     Bad("runner.dockerhub_mirror", "mirror", ("runner.dockerhub_mirror: must be an http://",)),
     Bad("runner.dockerhub_mirror", "https://s3cret@mirror", ("dockerhub_mirror: must not carry",)),
     Bad("runner.otel_collector_endpoint", 4317, ("runner.otel_collector_endpoint: Input",)),
@@ -281,6 +293,8 @@ RELATION_ROWS = (
         ("names and scripts together must be at most 15360",),
     ),
     Bad("runner.min_idle_schedule", "Mon 08:00-09:00 Mars/Olympus=1", ("unknown time zone",)),
+    Bad("runner.min_idle_schedule", "Mon 08:00-09:00 localtime=1", ("no place's time zone",)),
+    Bad("runner.min_idle_schedule", "Mon 08:00-09:00 UTC=\u00b2", ("entry 1: expected <window>",)),
 )
 
 
@@ -477,6 +491,7 @@ DATABASE_ROWS = (
     Bad("requests", "not json", ("database: the provider's requests is malformed",)),
     Bad("resource", "other", (WAITING,), ops.WaitingStatus),
     Bad("endpoints", "10.0.0.5:99999", ("database: the endpoint's port is not 1-65535",)),
+    Bad("endpoints", "10.0.0.5:\u00b2", ("database: the endpoint's port is not 1-65535",)),
     Bad("endpoints", MISSING, (WAITING,), ops.WaitingStatus),
     # The library keeps reading the secrets it was granted before (by its own label): GARM
     # runs on as it was, which is all a bad value may do.
@@ -626,6 +641,8 @@ DEBUG_SSH_ROWS = (
     Bad("host", "2130706433", ("host is a loopback",)),
     Bad("port", "99999", ("port",)),
     Bad("port", "22 ", ("port",)),
+    Bad("port", "\u00b2", ("port",)),  # superscript two: isdigit() is true, int() raises
+    Bad("port", "\u0662\u0662", ("port",)),  # Arabic-Indic 22: int() reads it
     Bad("rsa_fingerprint", "MD5:aa:bb", ("rsa_fingerprint",)),
     Bad("ed25519_fingerprint", MISSING, ("ed25519_fingerprint",)),
 )

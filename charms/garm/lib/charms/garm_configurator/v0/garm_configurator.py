@@ -76,7 +76,7 @@ LIBAPI = 0
 
 # Increment this PATCH version before using `charmcraft publish-lib` or reset
 # to 0 if you are raising the major API version
-LIBPATCH = 5
+LIBPATCH = 6
 
 PYDEPS = ["pydantic>=2,<3"]
 
@@ -140,10 +140,52 @@ _SECRET_ID_RE = re.compile(r"secret:(?://[A-Za-z0-9-]{1,64}/)?[A-Za-z0-9]{1,64}"
 _PRINTABLE_NAME_RE = re.compile(r"[^\x00-\x1f\x7f]+")
 _IMAGE_ID_RE = re.compile(r"[^\x00-\x20\x7f]+")
 _SCRIPT_NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
-_PORT_RANGE_RE = re.compile(r"(?P<first>[0-9]{1,5})(?:-(?P<last>[0-9]{1,5}))?")
+_NUMERIC_LABEL_RE = re.compile(r"[0-9]+|0x[0-9a-f]*", re.ASCII)
+# A cloud's instance metadata service by name, and at the addresses no link-local rule covers
+# (AWS over IPv6, Alibaba Cloud); 169.254.169.254 and fe80::/10 are link-local.
+_METADATA_NAMES: Final = frozenset(
+    {"metadata", "metadata.google.internal", "instance-data", "instance-data.ec2.internal"}
+)
+_METADATA_ADDRESSES: Final = frozenset(
+    {ipaddress.ip_address("fd00:ec2::254"), ipaddress.ip_address("100.100.100.200")}
+)
 _PKCS1_RE = re.compile(
     r"-----BEGIN RSA PRIVATE KEY-----\n(?P<body>[A-Za-z0-9+/=\n]+)-----END RSA PRIVATE KEY-----"
 )
+
+
+_ASCII_DIGITS: Final = frozenset("0123456789")
+
+
+def parse_whole_number(text: object, *, minimum: int = 0, maximum: int) -> int:
+    """Read a whole number of ASCII digits from `minimum` to `maximum` (LIBPATCH 6).
+
+    The one reading of a number from text in this library: `str.isdigit()` is true for "²",
+    which `int()` refuses, and `int()` reads "٣" (Arabic-Indic three), " 7", "+7" and "1_0";
+    none of them is a number here. Too long a text is refused before `int()` sees it.
+
+    Args:
+        text: the text.
+        minimum: the smallest number accepted.
+        maximum: the largest number accepted.
+
+    Returns:
+        The number.
+
+    Raises:
+        ValueError: not digits 0-9 only, or outside the range; never echoing the text.
+    """
+    if (
+        not isinstance(text, str)
+        or not text
+        or not set(text) <= _ASCII_DIGITS
+        or len(text) > len(str(maximum)) + 2
+    ):
+        raise ValueError(f"must be a whole number {minimum}-{maximum} (digits 0-9)")
+    value = int(text)
+    if not minimum <= value <= maximum:
+        raise ValueError(f"must be {minimum}-{maximum}")
+    return value
 
 
 def check_scaleset_name(value: str) -> str:
@@ -258,9 +300,11 @@ def check_auth_url(value: str) -> str:
         ValueError: not an http or https URL with a host, or one carrying a user or password
             (published in clear: credentials belong in secrets).
     """
-    return _check_url(
+    checked = _check_url(
         value, "must be an http:// or https:// URL with a host, e.g. https://keystone:5000/v3"
     )
+    _check_off_link(urlsplit(checked).hostname or "")
+    return checked
 
 
 def check_http_url(value: str) -> str:
@@ -278,6 +322,47 @@ def check_http_url(value: str) -> str:
     return _check_url(
         value, "must be an http:// or https:// URL with a host, e.g. http://proxy.example:3128"
     )
+
+
+def check_proxy_url(value: str) -> str:
+    """Check the runners' HTTP proxy: an http or https URL, off link-local and metadata.
+
+    Args:
+        value: the URL.
+
+    Returns:
+        The URL, unchanged.
+
+    Raises:
+        ValueError: as `check_http_url`, or a link-local or cloud-metadata host (LIBPATCH 6):
+            every runner would send its traffic, tokens included, to the cloud's metadata.
+    """
+    checked = check_http_url(value)
+    _check_off_link(urlsplit(checked).hostname or "")
+    return checked
+
+
+def _check_off_link(host: str) -> None:
+    """Refuse a link-local or cloud-metadata host, and numeric shorthand hosts (LIBPATCH 6).
+
+    The checks are literal: nothing resolves a name here. `2852039166` or `169.254.43518` is
+    169.254.169.254 to a resolver that reads the inet_aton shorthands, so a host whose last
+    label is a number must be a dotted quad.
+    """
+    name = host.lower().rstrip(".")
+    if name in _METADATA_NAMES:
+        raise ValueError("must not be a cloud metadata service or a link-local address")
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        if _NUMERIC_LABEL_RE.fullmatch(name.rpartition(".")[2]):
+            problem = "must have a DNS name or an IP address (a.b.c.d) as its host"
+            raise ValueError(problem) from None
+        return
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_link_local or address in _METADATA_ADDRESSES:
+        raise ValueError("must not be a cloud metadata service or a link-local address")
 
 
 def _check_url(value: str, problem: str) -> str:
@@ -330,10 +415,13 @@ def check_port_range(value: str) -> str:
     Raises:
         ValueError: not a port from 1 to 65535 nor a range N-M with N <= M.
     """
-    match = _PORT_RANGE_RE.fullmatch(value)
-    first = int(match.group("first")) if match else 0
-    last = int(match.group("last") or first) if match else 0
-    if not 1 <= first <= last <= 65535:
+    head, dash, tail = value.partition("-")
+    try:
+        first = parse_whole_number(head, minimum=1, maximum=65535)
+        last = parse_whole_number(tail, minimum=1, maximum=65535) if dash else first
+    except ValueError:
+        first, last = 1, 0
+    if first > last:
         raise ValueError("must be ports 1-65535 or ranges N-M, e.g. 80,443,8000-9000")
     return value
 
@@ -547,6 +635,7 @@ ImageId = Annotated[str, AfterValidator(check_image_id)]
 SecretId = Annotated[str, AfterValidator(check_secret_id)]
 GitHubId = Annotated[int, Field(ge=1, le=GITHUB_ID_MAX)]
 HttpUrl = Annotated[str, AfterValidator(check_http_url)]
+ProxyUrl = Annotated[str, AfterValidator(check_proxy_url)]
 Ipv4Target = Annotated[str, AfterValidator(check_ipv4_target)]
 PortRange = Annotated[str, AfterValidator(check_port_range)]
 Script = Annotated[str, AfterValidator(check_script)]
@@ -559,8 +648,14 @@ _M = TypeVar("_M", bound=BaseModel)
 
 _DAYS: Final = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _WINDOW = re.compile(
-    r"^(?P<days>[A-Za-z,-]+)\s+(?P<start>\d{2}:\d{2})-(?P<end>\d{2}:\d{2})\s+(?P<zone>\S+)$"
+    r"(?P<days>[A-Za-z,-]+)\s+(?P<start>[0-9]{2}:[0-9]{2})-(?P<end>[0-9]{2}:[0-9]{2})\s+"
+    r"(?P<zone>\S+)",
+    re.ASCII,
 )
+# Zones that are no place: `localtime` and `posixrules` are whatever each machine's clock is
+# set to (the garm charm's and the configurator's may differ), `Factory` is "no zone set", and
+# `right/` zones count leap seconds, which no wall clock does (LIBPATCH 6).
+_PSEUDO_ZONES: Final = frozenset({"localtime", "posixrules", "factory"})
 MAX_SCHEDULE_WINDOWS: Final = 20
 
 
@@ -638,11 +733,12 @@ def parse_min_idle_schedule(text: str) -> MinIdleSchedule:
     default = 0
     for number, entry in enumerate(entries, start=1):
         head, equals, count = entry.rpartition("=")
-        if not equals or not count.strip().isdigit():
+        if not equals or not count.strip() or not set(count.strip()) <= _ASCII_DIGITS:
             raise ValueError(f"entry {number}: expected <window>=<count> or default=<count>")
-        value = int(count.strip())
-        if value > MAX_RUNNERS_LIMIT:
-            raise ValueError(f"entry {number}: at most {MAX_RUNNERS_LIMIT} runners")
+        try:
+            value = parse_whole_number(count.strip(), maximum=MAX_RUNNERS_LIMIT)
+        except ValueError:
+            raise ValueError(f"entry {number}: at most {MAX_RUNNERS_LIMIT} runners") from None
         if head.strip().lower() == "default":
             default = value
             continue
@@ -653,7 +749,7 @@ def parse_min_idle_schedule(text: str) -> MinIdleSchedule:
 
 
 def _window(text: str, value: int, number: int) -> MinIdleWindow:
-    match = _WINDOW.match(text)
+    match = _WINDOW.fullmatch(text)
     if match is None:
         raise ValueError(f"entry {number}: expected e.g. 'Mon-Fri 08:00-18:00 UTC=2'")
     try:
@@ -661,8 +757,13 @@ def _window(text: str, value: int, number: int) -> MinIdleWindow:
         end = datetime.time.fromisoformat(match["end"])
     except ValueError:
         raise ValueError(f"entry {number}: times are HH:MM, 00:00-23:59") from None
+    zone = match["zone"]
+    if zone.lower() in _PSEUDO_ZONES or zone.lower().startswith("right/"):
+        # Named from the known set, so no input is echoed.
+        kind = zone.lower() if zone.lower() in _PSEUDO_ZONES else "right/"
+        raise ValueError(f"entry {number}: {kind} is no place's time zone (use e.g. UTC)")
     try:
-        zoneinfo.ZoneInfo(match["zone"])
+        zoneinfo.ZoneInfo(zone)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"entry {number}: unknown time zone") from None
     days = _days(match["days"], number)
@@ -807,7 +908,7 @@ class RunnerOptions(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
 
-    http_proxy: HttpUrl | None = None
+    http_proxy: ProxyUrl | None = None
     aproxy_exclude_addresses: tuple[Ipv4Target, ...] = Field(
         default=(), max_length=MAX_EXCLUDED_ADDRESSES
     )
