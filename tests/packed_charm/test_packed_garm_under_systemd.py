@@ -47,8 +47,9 @@ def systemd_run(packed_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     try:
         with containers.booted(CONTAINER_FILES, journal_file=journal) as box, box.network():
             result = systemd_scenario.run(box, charm_file, python, Path(garm), work)
-    except (systemd_scenario.HookFailed, containers.ContainerError) as error:
-        FAILED.append(f"{error}\n(the container's journal: {journal})")
+    except Exception as error:
+        # One run, one failure: the other cases report it instead of booting again.
+        FAILED.append(f"{type(error).__name__}: {error}\n(the container's journal: {journal})")
         raise
     (work / "result.json").write_text(json.dumps(result, indent=1))
     return result
