@@ -24,15 +24,11 @@ from packed_charm.conftest import packed_file
 from packed_charm.pack import CHARMS, host_platform, runtime_python
 
 GARM_DIR = CHARMS[0]
-# Why the run failed, once it has: each case needing it fails with that, without a second run.
-FAILED: list[str] = []
 
 
 @pytest.fixture(scope="module")
 def systemd_run(packed_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The packed charm's hooks in a fresh container, from install to Active; the result."""
-    if FAILED:
-        pytest.fail(FAILED[0], pytrace=False)
     for reason in (containers.unavailable_reason(), garm_binary(V021)[1]):
         if reason:
             cannot_run(reason)
@@ -44,13 +40,10 @@ def systemd_run(packed_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> d
     charm_file = packed_file(packed_dir, GARM_DIR, host_platform())
     work = tmp_path_factory.mktemp("packed-garm-systemd")
     journal = work / "container-journal.txt"
-    try:
-        with containers.booted(CONTAINER_FILES, journal_file=journal) as box, box.network():
-            result = systemd_scenario.run(box, charm_file, python, Path(garm), work)
-    except Exception as error:
-        # One run, one failure: the other cases report it instead of booting again.
-        FAILED.append(f"{type(error).__name__}: {error}\n(the container's journal: {journal})")
-        raise
+    # A failure here is pytest's cached error of the module's fixture: every case reports it,
+    # and the container boots once.
+    with containers.booted(CONTAINER_FILES, journal_file=journal) as box, box.network():
+        result = systemd_scenario.run(box, charm_file, python, Path(garm), work)
     (work / "result.json").write_text(json.dumps(result, indent=1))
     return result
 
