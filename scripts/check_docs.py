@@ -13,7 +13,10 @@ Fails (exit 1, one line per problem) on:
 - a `juju deploy/config/run/integrate/attach-resource` command in a shell block of the
   README or docs that names an option, action, resource or endpoint the charm does not have, or
   a first `juju config` of a garm-configurator (the one setting `name=`) that leaves out a
-  required option.
+  required option;
+- what `scripts/check_doc_facts.py` checks against the code: option limits in the config help,
+  changeover phases, sample statuses, quoted placeholders, https before TLS, `juju refresh`,
+  garm-cli.
 
 Run from anywhere: `python scripts/check_docs.py`.
 """
@@ -27,6 +30,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 import yaml
+from check_doc_facts import check_doc_facts
 from check_status_texts import check_status_texts
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -59,6 +63,7 @@ def main() -> int:
         *check_references(),
         *check_commands(),
         *check_status_texts(),
+        *check_doc_facts(),
     ]
     for problem in problems:
         print(problem)

@@ -11,4 +11,6 @@ Reusable pieces (see each module):
   through a `Runner` (here, there, a chroot, a container);
 - `machine`: a throwaway overlay root in private namespaces, for hooks that change a machine;
 - `garm_scenario`: the garm charm from install to Active against the GARM simulator.
+- `systemd_scenario`: the garm charm from install to Active in a container with a real systemd,
+  GARM the real binary (`e2e.container`, `ContainerRunner`).
 """

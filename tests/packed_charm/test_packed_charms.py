@@ -20,7 +20,8 @@ import pytest
 
 from must_run import cannot_run
 from packed_charm import artifact, garm_scenario, machine
-from packed_charm.pack import CHARMS, charm_name, declared_platforms, host_platform, runtime_python
+from packed_charm.conftest import packed_file
+from packed_charm.pack import CHARMS, declared_platforms, host_platform, runtime_python
 
 PACKED = [
     pytest.param(charm_dir, platform, id=f"{charm_dir.name}-{platform}")
@@ -29,23 +30,6 @@ PACKED = [
 ]
 GARM_DIR = CHARMS[0]
 SCENARIO_TIMEOUT_SECONDS = 600
-
-
-@pytest.fixture(scope="session")
-def packed_dir() -> Path:
-    """Where `tox -e pack` put the charms."""
-    directory = Path(os.environ.get("PACKED_CHARMS_DIR", "/nonexistent"))
-    if not any(directory.glob("*.charm")):
-        cannot_run(f"no packed charms in {directory}: run `tox -e pack` first")
-    return directory
-
-
-def packed_file(packed_dir: Path, charm_dir: Path, platform: str) -> Path:
-    """The artifact charmcraft names `<name>_<platform>.charm`."""
-    path = packed_dir / f"{charm_name(charm_dir)}_{platform}.charm"
-    if not path.is_file():
-        cannot_run(f"{path.name} was not packed: run `tox -e pack`")
-    return path
 
 
 @pytest.mark.parametrize(("charm_dir", "platform"), PACKED)

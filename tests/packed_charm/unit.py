@@ -86,12 +86,15 @@ class PackedUnit:
         run: runs dispatch on the machine.
         machine_path: what follows the tools on PATH (a machine's own stand-ins first, e.g.
             systemctl where systemd does not run, and `python3` as the base's Python).
+        tools_path: the tools' directory as the machine sees it, when that is not the path
+            this process writes it at (a container's root seen from outside).
     """
 
     charm_dir: Path
     tools: HookTools
     run: Runner = run_here
     machine_path: str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    tools_path: Path | None = None
     runs: list[HookRun] = dataclasses.field(default_factory=list[HookRun])
 
     def hook(
@@ -102,7 +105,7 @@ class PackedUnit:
         environment = hook_environment(
             model,
             charm_dir=self.charm_dir,
-            tools=self.tools.directory,
+            tools=self.tools_path or self.tools.directory,
             hook=name,
             path_after_tools=self.machine_path,
             relation_id=relation_id,
