@@ -278,6 +278,10 @@ class GarmReconciler:
         binary installed before (by an earlier charm revision, or by hand). The GARM that runs
         keeps its binary until the restart `_start` makes, so it runs on as it was.
         """
+        if sqlite:
+            left_behind = self._recover_migration()
+            if left_behind is not None:
+                return left_behind
         last_ran = self._workload.recorded_version()
         decision = upgrade_step(last_ran, version)
         if decision.step is Step.REFUSED:
@@ -321,27 +325,42 @@ class GarmReconciler:
     def _migrate(
         self, backup: BackupManifest, last_ran: str, version: str
     ) -> ops.StatusBase | None:
-        """Let the new GARM migrate the database offline; on failure put the backup back.
+        """Let the new GARM migrate a copy of the database offline (ADR 0034).
 
-        A GARM without `garm admin` (v0.2.1 and older) migrates when it starts instead.
+        Whatever fails, even a failed fork or a full disk, the recovery the next hook would run
+        runs at once: the database is the old one or the backup again, never half migrated. A
+        GARM without `garm admin` (v0.2.1 and older) migrates when it starts instead.
         """
         if not garm_built_after_v0_2_1(version):
             return None
         try:
-            kept = self._workload.migrate_database()
-        except WorkloadError as error:
+            kept = self._workload.migrate_database(backup.name, last_ran, version)
+        except Exception as error:  # every failure ends in the recovery, which keeps the data
             logger.error("GARM %s could not migrate the database: %s", version, error)
-            try:
-                self._workload.restore_backup(backup)
-            except WorkloadError as restore_error:
-                logger.error("restoring backup %s failed: %s", backup.name, restore_error)
-                return charm_status.migration_not_restored(version)
-            return ops.BlockedStatus(
-                f"GARM {version} could not migrate the database (restored): attach "
-                f"{last_ran} again; see juju debug-log"
-            )
+            return self._recover_migration(failed=True)
         logger.info("GARM %s migrated the database; %d runners kept", version, kept)
         return None
+
+    def _recover_migration(self, *, failed: bool = False) -> ops.StatusBase | None:
+        """Settle a migration left behind (this hook's, failed, or a killed hook's), first.
+
+        None when there was none, or it had finished (the migrated database is in place).
+        """
+        try:
+            recovered = self._workload.recover_migration()
+        except WorkloadError as error:
+            logger.error("an interrupted migration could not be settled: %s", error)
+            return charm_status.migration_not_restored(error)
+        if recovered is None:
+            return None
+        logger.warning(
+            "migration %s -> %s (backup %s) left behind: %s",
+            recovered.record.from_version,
+            recovered.record.to_version,
+            recovered.record.backup,
+            recovered.outcome.value,
+        )
+        return charm_status.migration_recovered(recovered, failed=failed)
 
     def _take_over(self, *, sqlite: bool) -> ops.StatusBase | None:
         """Claim GARM for this leader; None when it may run it now (ADR 0005)."""

@@ -43,7 +43,7 @@ DATABASE_FILE: Final = "garm.db"
 BLOB_FILE: Final = "blob-garm.db"
 MANIFEST_FILE: Final = "manifest.json"
 # SQLite's journal files beside a database, named after it.
-_JOURNALS: Final = ("-wal", "-shm", "-journal")
+JOURNALS: Final = ("-wal", "-shm", "-journal")
 # Names the charm makes (`garm-<UTC time>`, `pre-upgrade-...`): no path separator can slip in.
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -150,11 +150,11 @@ def _discard(partial: Path) -> None:
 def _fill(paths: Paths, directory: Path, described: BackupManifest) -> BackupManifest:
     """Copy the databases into `directory`, then write their manifest there, last."""
     target = directory / DATABASE_FILE
-    _online_copy(paths.sqlite_db, target)
+    online_copy(paths.sqlite_db, target)
     content = target.read_bytes()
     blob_sha256 = ""
     if (paths.data / BLOB_FILE).is_file():
-        _online_copy(paths.data / BLOB_FILE, directory / BLOB_FILE)
+        online_copy(paths.data / BLOB_FILE, directory / BLOB_FILE)
         blob_sha256 = hashlib.sha256((directory / BLOB_FILE).read_bytes()).hexdigest()
     manifest = dataclasses.replace(
         described,
@@ -251,13 +251,13 @@ def _swap_in(target: Path, content: bytes, *, uid: int, gid: int) -> None:
             file.write(content)
             file.flush()
             os.fsync(file.fileno())
-        _replace_dropping_journal(Path(temporary), target)
+        replace_dropping_journal(Path(temporary), target)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)
         raise BackupError(f"could not swap {target.name} in: {error.strerror}") from None
 
 
-def _replace_dropping_journal(temporary: Path, target: Path) -> None:
+def replace_dropping_journal(temporary: Path, target: Path) -> None:
     """Rename `temporary` over `target`; its journal files go only once that rename is done.
 
     They are moved aside first, so SQLite never replays the old journal onto the restored
@@ -266,7 +266,7 @@ def _replace_dropping_journal(temporary: Path, target: Path) -> None:
     """
     aside: list[tuple[Path, Path]] = []
     try:
-        for suffix in _JOURNALS:
+        for suffix in JOURNALS:
             journal = target.with_name(target.name + suffix)
             kept = journal.with_name(f".{journal.name}.aside")
             with contextlib.suppress(FileNotFoundError):
@@ -289,7 +289,7 @@ def _named_dir(paths: Paths, name: str) -> Path:
     return backup_dir(paths, name)
 
 
-def _online_copy(database: Path, target: Path) -> None:
+def online_copy(database: Path, target: Path) -> None:
     """SQLite's online backup: a consistent copy while GARM keeps writing.
 
     The source is opened read-only, so the charm can never change GARM's database here; the

@@ -11,6 +11,7 @@ import json
 import os
 import sqlite3
 import stat
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from workload.backup import (
     restore_problem,
 )
 from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, Paths
-from workload.migration import MigrationError, migrate_keeping_runners
+from workload.migration import MigrationError, migrate_on_copy
 from workload.version import version_order
 
 NOW = datetime.datetime(2026, 12, 1, 16, 0, tzinfo=datetime.UTC)
@@ -370,9 +371,13 @@ class NewerGarm:
     def __call__(
         self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_SECONDS
     ) -> CommandResult:
-        """Run the migration on the database; fail as GARM does on an SQLite error."""
+        """Run the migration on the config's database; fail as GARM does on an SQLite error."""
         self.seen.append(list(argv))
-        connection = sqlite3.connect(self.paths.sqlite_db)
+        database = self.paths.sqlite_db
+        if "--config" in argv:
+            config = tomllib.loads(Path(argv[list(argv).index("--config") + 1]).read_text())
+            database = config["database"]["sqlite3"]["db_file"]
+        connection = sqlite3.connect(database)
         try:
             connection.executescript(self.script)
         except sqlite3.Error as error:
@@ -380,6 +385,28 @@ class NewerGarm:
         finally:
             connection.close()
         return CommandResult(0, "admin")
+
+
+def v021_database(paths: Paths) -> None:
+    """v0.2.1's database as GARM left it, and the config GARM runs with (naming it)."""
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript(GARM_V021_SCHEMA)
+    paths.etc.mkdir(parents=True, exist_ok=True)
+    paths.config.write_text(
+        f'[database]\nbackend = "sqlite3"\n[database.sqlite3]\ndb_file = "{paths.sqlite_db}"\n'
+    )
+
+
+def migrate(paths: Paths, run: NewerGarm) -> int:
+    """migrate_on_copy from v0.2.1 to the newer GARM, as the test's own user."""
+    return migrate_on_copy(
+        paths,
+        run,
+        backup_name="pre",
+        from_version="v0.2.1",
+        to_version=NEWER,
+        ids=(os.getuid(), os.getgid()),
+    )
 
 
 def table_rows(paths: Paths, query: str) -> list[tuple[object, ...]]:
@@ -408,14 +435,15 @@ def test_the_real_garm_rebuild_fails_or_drops_labels_without_the_set_aside(paths
 def test_migration_keeps_runners_and_labels(paths: Paths):
     """Arrange: a v0.2.1 database with a scale set, its labels, a runner and its updates.
 
-    Act: migrate_keeping_runners with GARM's rebuild. Assert: `garm admin list` ran as GARM's
-    user; the schema is the new one; every row is back, references intact.
+    Act: migrate_on_copy with GARM's rebuild. Assert: `garm admin list` ran as GARM's user
+    on a copy; the schema is the new one; every row is back, references intact; the newer
+    version is recorded as the database's (so a later hook never backs it up as v0.2.1's); no
+    record or copy is left behind.
     """
-    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
-        connection.executescript(GARM_V021_SCHEMA)
+    v021_database(paths)
     run = NewerGarm(paths)
 
-    kept = migrate_keeping_runners(paths, run)
+    kept = migrate(paths, run)
 
     assert kept == 1
     assert run.seen[0][:4] == ["runuser", "-u", "garm", "--"]
@@ -425,29 +453,33 @@ def test_migration_keeps_runners_and_labels(paths: Paths):
     assert table_rows(paths, "SELECT id, scale_set_fk_id FROM instances") == [("i1", 1)]
     assert len(table_rows(paths, "SELECT * FROM instance_status_updates")) == 2
     assert table_rows(paths, "PRAGMA foreign_key_check") == []
+    assert str(paths.sqlite_db) not in run.seen[0]
+    assert paths.garm_version.read_text() == NEWER
+    assert not (paths.charm_state / "migration-in-progress.json").exists()
+    assert not (paths.data / ".migration").exists()
 
 
 def test_a_migration_that_loses_rows_elsewhere_fails(paths: Paths):
-    """Arrange: a migration that also deletes the admin user. Act: migrate_keeping_runners.
+    """Arrange: a migration that also deletes the admin user. Act: migrate_on_copy.
 
-    Assert: MigrationError naming the table that lost rows (the caller restores the backup).
+    Assert: MigrationError naming the table that lost rows; GARM's file is untouched.
     """
-    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
-        connection.executescript(GARM_V021_SCHEMA)
+    v021_database(paths)
+    before = paths.sqlite_db.read_bytes()
     run = NewerGarm(paths, "DELETE FROM users;")
 
     with pytest.raises(MigrationError, match="lost rows of users"):
-        migrate_keeping_runners(paths, run)
+        migrate(paths, run)
+    assert paths.sqlite_db.read_bytes() == before
 
 
 def test_a_failed_migration_says_what_garm_said(paths: Paths):
     """Arrange: GARM's migration fails. Act: migrate. Assert: MigrationError with its words."""
-    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
-        connection.executescript(GARM_V021_SCHEMA)
+    v021_database(paths)
     run = NewerGarm(paths, "DROP TABLE no_such_table;")
 
     with pytest.raises(MigrationError, match="no such table: no_such_table"):
-        migrate_keeping_runners(paths, run)
+        migrate(paths, run)
 
 
 def test_the_file_object_database_goes_along(paths: Paths):
