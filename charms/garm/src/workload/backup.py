@@ -26,7 +26,7 @@ import re
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, cast
 
 from workload.host import (
     Paths,
@@ -46,6 +46,9 @@ MANIFEST_FILE: Final = "manifest.json"
 JOURNALS: Final = ("-wal", "-shm", "-journal")
 # Names the charm makes (`garm-<UTC time>`, `pre-upgrade-...`): no path separator can slip in.
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+# Fields a manifest may lack: written only by builds that have the file-object database.
+_MANIFEST_DEFAULTS: Final[dict[str, object]] = {"blob_sha256": ""}
 
 
 class BackupError(WorkloadError):
@@ -181,10 +184,9 @@ def read_backup(paths: Paths, name: str) -> BackupManifest:
     database = read_regular(directory / DATABASE_FILE)
     if manifest_file is None or database is None:
         raise BackupError(f"no backup called {name} under {directory.parent}")
-    try:
-        manifest = BackupManifest(**json.loads(manifest_file[0]))
-    except (ValueError, TypeError):
-        raise BackupError(f"the manifest of backup {name} is unreadable") from None
+    # What is restored is the directory checked here, whatever name the manifest says (a
+    # backup copied back under another name restores from where it is now).
+    manifest = dataclasses.replace(parse_manifest(manifest_file[0], name), name=name)
     blob = read_regular(directory / BLOB_FILE) if manifest.blob_sha256 else None
     if hashlib.sha256(database[0]).hexdigest() != manifest.sha256 or (
         manifest.blob_sha256
@@ -192,6 +194,43 @@ def read_backup(paths: Paths, name: str) -> BackupManifest:
     ):
         raise BackupError(f"backup {name} does not match its sha256: it changed or is damaged")
     return manifest
+
+
+def parse_manifest(content: bytes, name: str) -> BackupManifest:
+    """The manifest in `content`, every field of its type (a hand edit is refused, not run).
+
+    Fields this charm does not know are ignored (a later revision may add some).
+
+    Raises:
+        BackupError: not JSON, not an object, a field missing or of the wrong type, a digest
+            that is no sha256; names the field.
+    """
+    try:
+        document: Any = json.loads(content)
+    except ValueError:
+        raise BackupError(f"the manifest of backup {name} is not JSON") from None
+    if not isinstance(document, dict):
+        raise BackupError(f"the manifest of backup {name} is not a JSON object")
+    found = cast("dict[str, Any]", document)
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(BackupManifest):
+        value = found.get(field.name, _MANIFEST_DEFAULTS.get(field.name))
+        if not _of_type(field.name, value):
+            raise BackupError(
+                f"the manifest of backup {name} has no valid {field.name!r}: not restored"
+            )
+        values[field.name] = value
+    return BackupManifest(**values)
+
+
+def _of_type(field: str, value: object) -> bool:
+    if field == "size":
+        return type(value) is int and value >= 0
+    if not isinstance(value, str):
+        return False
+    if field in ("sha256", "blob_sha256"):
+        return _SHA256.fullmatch(value) is not None or (field == "blob_sha256" and not value)
+    return True
 
 
 def restore_problem(manifest: BackupManifest, installed_version: str) -> str | None:

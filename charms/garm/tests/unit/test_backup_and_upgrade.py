@@ -9,6 +9,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import stat
 import tomllib
@@ -512,3 +513,71 @@ def table_rows_of(database: Path, query: str) -> list[tuple[object, ...]]:
     """What a query finds in a database file."""
     with contextlib.closing(sqlite3.connect(database)) as connection:
         return connection.execute(query).fetchall()
+
+
+def test_a_backup_copied_back_under_another_name_restores_from_where_it_is(paths: Paths):
+    """Arrange: backup b1 copied to b1-copy (as an operator copies one back), b1 removed.
+
+    Act: read_backup("b1-copy"), restore_backup. Assert: the manifest read is b1-copy's (the
+    directory checked), and the restore brings its database back from there.
+    """
+    live = garm_db(paths, ["small-1"])
+    create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    live.execute("INSERT INTO scale_sets VALUES ('later')")
+    live.commit()
+    live.close()
+    backups = paths.charm_state / "backups"
+    shutil.copytree(backups / "b1", backups / "b1-copy")
+    shutil.rmtree(backups / "b1")
+
+    manifest = read_backup(paths, "b1-copy")
+    restore_backup(paths, manifest, uid=-1, gid=-1)
+
+    assert manifest.name == "b1-copy"
+    assert names_in(paths.sqlite_db) == ["small-1"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("name", 7),
+        ("created", None),
+        ("garm_version", 1),
+        ("sha256", 0),
+        ("sha256", "not-a-digest"),
+        ("size", "4096"),
+        ("size", True),
+        ("size", -1),
+        ("passphrase_secret", ["secret:x"]),
+        ("blob_sha256", 1),
+        ("blob_sha256", "abc"),
+    ],
+)
+def test_a_hand_edited_manifest_with_wrong_types_is_refused_naming_the_field(
+    paths: Paths, field: str, value: object
+):
+    """Arrange: a backup whose manifest has `field` set to a value of the wrong type.
+
+    Act: read_backup. Assert: BackupError naming the field (the action fails before it stops
+    GARM), never a crash later on.
+    """
+    garm_db(paths, ["small-1"]).close()
+    create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    manifest_file = paths.charm_state / "backups" / "b1" / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest[field] = value
+    manifest_file.write_text(json.dumps(manifest))
+
+    with pytest.raises(BackupError, match=f"no valid '{field}'"):
+        read_backup(paths, "b1")
+
+
+@pytest.mark.parametrize("content", ["[]", "not json", '"a string"'])
+def test_a_manifest_that_is_no_json_object_is_refused(paths: Paths, content: str):
+    """Arrange: a manifest that is no JSON object. Act: read_backup. Assert: BackupError."""
+    garm_db(paths, ["small-1"]).close()
+    create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    (paths.charm_state / "backups" / "b1" / "manifest.json").write_text(content)
+
+    with pytest.raises(BackupError, match="manifest of backup b1"):
+        read_backup(paths, "b1")
