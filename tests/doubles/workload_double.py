@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import errno
 import hashlib
 import os
 from collections.abc import Callable
@@ -12,7 +13,14 @@ from pathlib import Path
 from workload import backup
 from workload.backup import BackupError, BackupManifest
 from workload.config import GarmConfig, OpenStackProvider, ProxyConfig, TlsFiles
-from workload.host import CommandError, Paths, ResourceError, VersionRefused, WorkloadError
+from workload.host import (
+    CommandError,
+    HostWriteError,
+    Paths,
+    ResourceError,
+    VersionRefused,
+    WorkloadError,
+)
 from workload.migration import Recovered
 from workload.migration_record import MigrationRecord, Recovery
 
@@ -108,6 +116,8 @@ class RecordingWorkload:
     # The sha256 of GARM's database file: a backup copies it, a restore brings one back.
     database_sha256: str = "0" * 64
     restore_error: BackupError | None = None
+    # The files whose write fails as on a full disk (the real workload's HostWriteError).
+    full_disk: frozenset[Path] = frozenset()
 
     def install(
         self,
@@ -146,6 +156,7 @@ class RecordingWorkload:
         reads: its files stay as they were rendered.
         """
         self.calls.append("apply")
+        self._write(MACHINE_PATHS.config, 4096)
         before = (self.applied[-1] if self.applied else None, dict(self.provider_files))
         self.provider_files = {
             **{name: self.provider_files[name] for name in config.kept_only},
@@ -192,6 +203,8 @@ class RecordingWorkload:
 
     def record_backend(self, backend: str) -> None:
         """Remember the backend."""
+        if self.backend != backend:
+            self._write(MACHINE_PATHS.backend, len(backend))
         self.backend = backend
 
     def reset_admin_password(self, username: str, password: str) -> None:
@@ -209,6 +222,7 @@ class RecordingWorkload:
     def write_metrics_token(self, token: str) -> None:
         """Record the scrape's new token."""
         self.calls.append("write_metrics_token")
+        self._write(MACHINE_PATHS.metrics_token, len(token))
         self.metrics_token_file = token
 
     def has_sqlite_state(self) -> bool:
@@ -221,8 +235,14 @@ class RecordingWorkload:
 
     def record_version(self, version: str) -> None:
         """Remember the version now running."""
-        if version:
+        if version and version != self.last_ran_version:
+            self._write(MACHINE_PATHS.garm_version, len(version))
             self.last_ran_version = version
+
+    def _write(self, path: Path, size: int) -> None:
+        """Fail as the workload's write_atomic does on a full disk, for the files told."""
+        if path in self.full_disk:
+            raise HostWriteError(path, OSError(errno.ENOSPC, "No space left on device"), size)
 
     def create_backup(
         self,

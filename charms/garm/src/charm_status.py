@@ -21,7 +21,7 @@ from reconcile.maintenance import Maintenance
 from relations.database import DatabaseState, DatabaseStatus
 from relations.service_handover import Decision, Verdict
 from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
-from workload.host import ResourceError, WorkloadError
+from workload.host import HostWriteError, ResourceError, WorkloadError
 from workload.migration import Recovered
 from workload.migration_record import Recovery
 from workload.version import garm_version_supports_postgresql
@@ -118,6 +118,12 @@ def fenced(message: str) -> ops.StatusBase:
 def not_started(error: WorkloadError) -> ops.StatusBase:
     """GARM's files or service could not be put in place."""
     return ops.BlockedStatus(f"cannot run GARM: {error}")
+
+
+def host_write_failed(error: HostWriteError) -> ops.StatusBase:
+    """A file the charm writes could not be written: the path and what to free (full disk)."""
+    logger.error("reconcile stopped: %s", error)
+    return bounded(ops.BlockedStatus(str(error)))
 
 
 def starting() -> ops.StatusBase:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import errno
 import hashlib
 import json
 import os
@@ -34,6 +35,7 @@ from workload.host import (
     ensure_directory,
     read_regular,
     remove_tree,
+    size_text,
     write_atomic,
 )
 from workload.version import version_order
@@ -130,13 +132,31 @@ def create_backup(
             ),
         )
         os.rename(partial, directory)
+    except OSError as error:
+        _discard(partial)
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _disk_full(paths, name) from None
+        raise BackupError(f"could not write backup {name}: {error.strerror}") from None
+    except BackupError as error:
+        _discard(partial)
+        if "full" in str(error):
+            raise _disk_full(paths, name) from None
+        raise
     except WorkloadError:
         _discard(partial)
         raise
-    except OSError as error:
-        _discard(partial)
-        raise BackupError(f"could not write backup {name}: {error.strerror}") from None
     return manifest
+
+
+def _disk_full(paths: Paths, name: str) -> BackupError:
+    """A full disk: the error names where the backup goes and how much it needs there."""
+    needed = sum(
+        path.stat().st_size for path in (paths.sqlite_db, paths.data / BLOB_FILE) if path.is_file()
+    )
+    return BackupError(
+        f"disk full writing backup {name}: free at least {size_text(needed)} in "
+        f"{backup_dir(paths, name).parent}"
+    )
 
 
 def partial_dir(paths: Paths, name: str) -> Path:

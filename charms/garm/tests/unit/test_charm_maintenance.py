@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import errno
+from pathlib import Path
 from typing import Any
 
 import ops
@@ -20,7 +21,7 @@ from test_charm import bootstrap_secrets, bootstrapped
 
 import charm
 from doubles.database_publication import database_relation, database_secret
-from doubles.workload_double import RecordingWorkload
+from doubles.workload_double import MACHINE_PATHS, RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.fencing import Lease
 from reconcile.maintenance import PAUSED_BY_KEY, PAUSED_SINCE_KEY
@@ -592,3 +593,55 @@ def test_refresh_runners_is_refused_while_paused(unit: Unit):
 
     assert unit.workload.calls == []
     assert unit.garm.calls() == []
+
+
+# A full disk ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("full", "needed"),
+    [
+        (MACHINE_PATHS.backend, "7 B"),
+        (MACHINE_PATHS.garm_version, "6 B"),
+        (MACHINE_PATHS.config, "4 KiB"),
+    ],
+    ids=["backend-record", "version-record", "garm-config"],
+)
+def test_a_full_disk_is_a_blocked_status_naming_the_path_and_the_lease_is_renewed(
+    unit: Unit, full: Path, needed: str
+):
+    """Arrange: the lease about to end; the disk full for one file the reconcile writes.
+
+    Act: update-status.
+    Assert: no traceback: Blocked naming the file and the space to free; the hook's other work
+    completed: the renewed lease is in the peer data Juju commits, the tick scheduled.
+    """
+    ending = Lease("garm/0", datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=1))
+    unit.workload.garm_version = "v0.2.1"
+    unit.workload.backend = "" if full == MACHINE_PATHS.backend else "sqlite3"
+    unit.workload.full_disk = frozenset({full})
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state(ending.as_app_data()))
+
+    assert out.unit_status.name == "blocked"
+    assert out.unit_status.message.endswith(
+        f"disk full writing {full}: free at least {needed} there"
+    )
+    renewed = Lease.from_app_data(peers_of(out))
+    assert renewed is not None
+    assert renewed.until > ending.until
+    assert unit.machine.tick.paths.timer_file.exists()
+
+
+def test_a_full_disk_for_the_metrics_token_is_a_status_not_a_crash(unit: Unit):
+    """Arrange: COS related (the scrape needs a token); the token's file cannot be written.
+
+    Act: update-status. Assert: Blocked naming the token's path and the space to free.
+    """
+    unit.workload.full_disk = frozenset({MACHINE_PATHS.metrics_token})
+    cos = testing.Relation("cos-agent", remote_app_name="grafana-agent")
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state(None, cos))
+
+    assert out.unit_status.name == "blocked"
+    assert out.unit_status.message.startswith(f"disk full writing {MACHINE_PATHS.metrics_token}")
