@@ -207,6 +207,7 @@ class GarmCharm(ops.CharmBase):
             self._tick.install(TickSchedule(self.unit.name, self.charm_dir, interval))
         except TickError as error:
             logger.warning("reconcile tick not installed (hooks still reconcile): %s", error)
+            self._blocked_by_a_write(error)
 
     def _keep_charm_metrics(self, state: CharmState, *, paused: bool) -> None:
         """Serve the charm's per-scale-set metrics on the leader while COS scrapes (ADR 0030).
@@ -229,6 +230,16 @@ class GarmCharm(ops.CharmBase):
             self._exporter.install()
         except ExporterError as error:
             logger.warning("charm metrics not served (retried at the next hook): %s", error)
+            self._blocked_by_a_write(error)
+
+    def _blocked_by_a_write(self, error: Exception) -> None:
+        """A file of the tick or the exporter the disk refused is the unit's status too.
+
+        Unless the reconcile is Blocked already: its own reason comes first.
+        """
+        cause = error.__cause__
+        if isinstance(cause, HostWriteError) and not isinstance(self._status, ops.BlockedStatus):
+            self._status = charm_status.host_write_failed(cause)
 
     # Other events -------------------------------------------------------------------------
 

@@ -284,9 +284,7 @@ def write_atomic(path: Path, content: bytes, mode: int, *, group: int = -1) -> N
     """
     try:
         _write_atomic(path, content, mode, group)
-    except HostWriteError:
-        raise
-    except OSError as error:
+    except OSError as error:  # its directory's too: the file is what the operator knows
         # The new file and the old one coexist until the rename: the content's size is needed.
         raise HostWriteError(path, error, len(content)) from None
 

@@ -645,3 +645,19 @@ def test_a_full_disk_for_the_metrics_token_is_a_status_not_a_crash(unit: Unit):
 
     assert out.unit_status.name == "blocked"
     assert out.unit_status.message.startswith(f"disk full writing {MACHINE_PATHS.metrics_token}")
+
+
+def test_a_tick_file_that_cannot_be_written_is_a_blocked_status(unit: Unit):
+    """Arrange: a file where the tick's unit directory must go (every write under it fails).
+
+    Act: update-status. Assert: the reconcile completes; Blocked naming the tick's path.
+    """
+    units = unit.machine.tick.paths.timer_file.parent
+    units.parent.mkdir(parents=True, exist_ok=True)
+    units.write_text("")
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    assert out.unit_status.name == "blocked"
+    assert out.unit_status.message.startswith("cannot write ")
+    assert "apply" in unit.workload.calls
