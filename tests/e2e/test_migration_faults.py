@@ -131,6 +131,7 @@ def test_the_migration_keeps_every_row_on_the_real_newer_garm(machine: Paths):
     assert is_migrated(machine)
     assert kept_rows(machine.sqlite_db, before) == kept_rows(None, before)
     assert machine.garm_version.read_text() == NEW_VERSION
+    assert check(migration.blob_path(machine), "SELECT name FROM sqlite_master"), "file objects"
     assert not record_path(machine).exists()
     assert not migration.scratch_dir(machine).exists()
 

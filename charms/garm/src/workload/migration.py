@@ -169,8 +169,10 @@ def recover(paths: Paths, ids: tuple[int, int]) -> Recovered | None:
         backup.restore_backup(paths, manifest, uid=ids[0], gid=ids[1])
         if not manifest.blob_sha256:
             _remove_database(blob_path(paths))
-    elif outcome is Recovery.COMPLETED:
-        record_version(paths, record.to_version)
+    # The version recorded is the schema's: the new one only once the whole copy is in.
+    record_version(
+        paths, record.to_version if outcome is Recovery.COMPLETED else record.from_version
+    )
     with contextlib.suppress(OSError):
         remove_tree(scratch_dir(paths))
     clear_record(paths)
