@@ -422,13 +422,19 @@ class GarmReconciler:
     def _start(
         self, client: GarmClient, garm_config: GarmConfig, backend: str
     ) -> ops.StatusBase | None:
-        """Render and (re)start GARM as needed; a restarted GARM is waited for, boundedly."""
+        """Render and (re)start GARM as needed; a restarted GARM is waited for, boundedly.
+
+        The version is recorded before GARM starts: a GARM without `garm admin` migrates the
+        database as it starts, and a hook killed right after must not leave the migrated
+        database labelled with the old version (a later backup would carry that label). A
+        start that fails errs the safe way: a label newer than the schema only refuses more.
+        """
+        self._workload.record_version(garm_config.garm_version)
         try:
             started = self._workload.apply(garm_config)
         except WorkloadError as error:
             return charm_status.not_started(error)
         self._workload.record_backend(backend)
-        self._workload.record_version(garm_config.garm_version)
         self._publish_running(True)
         if started and not wait_until_serving(client):
             return charm_status.starting()
