@@ -14,7 +14,7 @@ import json
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from ops import testing
@@ -163,6 +163,6 @@ def test_a_hand_edited_manifest_fails_the_action_before_garm_is_stopped(
     assert "stop" not in files.calls
     assert files.running
     assert names(files.paths) == ["after"]
-    after = failed.value.state
+    after = cast("testing.State | None", failed.value.state)  # scenario's State, typed loosely
     assert after is not None
     assert PAUSED_SINCE_KEY not in after.get_relations("garm-peers")[0].local_app_data
