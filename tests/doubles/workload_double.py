@@ -109,7 +109,7 @@ class RecordingWorkload:
     migration_error: Exception | None = None
     # What a failed migration leaves for the recovery to find (the real one: GARM's file as it
     # was, or, failing mid-swap, neither file), and the record a killed hook left behind.
-    migration_failure: Recovery = Recovery.UNTOUCHED
+    migration_failure: Recovery | None = Recovery.UNTOUCHED  # None: no record (its write failed)
     migration_left: tuple[Recovery, MigrationRecord] | None = None
     # The version of the GARM binary in place (what systemd would start after a reboot).
     installed_binary: str = ""
@@ -307,7 +307,8 @@ class RecordingWorkload:
         self.calls.append("migrate_database")
         record = MigrationRecord(backup_name, from_version, to_version)
         if self.migration_error is not None:
-            self.migration_left = (self.migration_failure, record)
+            if self.migration_failure is not None:
+                self.migration_left = (self.migration_failure, record)
             raise self.migration_error
         self.database_sha256 = hashlib.sha256(
             f"{self.database_sha256}{to_version}".encode()

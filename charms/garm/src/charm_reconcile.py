@@ -67,6 +67,8 @@ from workload.backup import BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import VersionRefused, WorkloadError
 from workload.machine import Workload
+from workload.migration import Recovered
+from workload.migration_record import MigrationRecord, Recovery
 from workload.releases import GARM_RESOURCE, PROVIDER_RESOURCE
 from workload.version import garm_built_after_v0_2_1
 
@@ -337,7 +339,14 @@ class GarmReconciler:
             kept = self._workload.migrate_database(backup.name, last_ran, version)
         except Exception as error:  # every failure ends in the recovery, which keeps the data
             logger.error("GARM %s could not migrate the database: %s", version, error)
-            return self._recover_migration(failed=True)
+            settled = self._recover_migration(failed=True)
+            if settled is not None or self._workload.recorded_version() == version:
+                return settled
+            # No record was left (its own write failed): nothing was touched, GARM stays off.
+            untouched = Recovered(
+                Recovery.UNTOUCHED, MigrationRecord(backup.name, last_ran, version)
+            )
+            return charm_status.migration_recovered(untouched, failed=True)
         logger.info("GARM %s migrated the database; %d runners kept", version, kept)
         return None
 

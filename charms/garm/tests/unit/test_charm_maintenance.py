@@ -443,6 +443,26 @@ def test_a_migration_failing_mid_swap_puts_the_backup_back(unit: Unit, failure: 
     assert "apply" not in unit.workload.calls
 
 
+def test_a_migration_that_cannot_even_write_its_record_blocks(unit: Unit):
+    """Arrange: v0.2.1 last ran; the disk is full, so the migration's record is not written.
+
+    Act: update-status. Assert: Blocked naming the backup, database unchanged; GARM not
+    started on a database no migration reached, v0.2.1 still its version.
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.migration_error = OSError(errno.ENOSPC, "No space left on device")
+    unit.workload.migration_failure = None
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    assert out.unit_status == ops.BlockedStatus(
+        f"GARM upgrade failed; database unchanged (backup {name}): attach v0.2.1 again"
+    )
+    assert "apply" not in unit.workload.calls
+    assert unit.workload.last_ran_version == "v0.2.1"
+
+
 def test_a_killed_migration_is_settled_first_by_the_next_hook(unit: Unit):
     """Arrange: a hook was killed mid-swap: its record is left, the database neither file.
 
