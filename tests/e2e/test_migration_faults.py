@@ -295,3 +295,27 @@ def _config_naming(config: str, database: Path) -> str:
         for line in config.splitlines()
     ]
     return "\n".join(lines) + "\n"
+
+
+def test_a_record_that_cannot_be_written_stops_the_migration_before_anything(
+    machine: Paths, monkeypatch: pytest.MonkeyPatch
+):
+    """Arrange: v0.2.1's database; the disk too full for the record (its write fails).
+
+    Act: migrate, recover. Assert: MigrationError; no copy made, nothing to recover; the old
+    database row for row, v0.2.1 recorded.
+    """
+    before = rows_of(machine.sqlite_db)
+
+    def full(paths: Paths, record: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(record_path(paths)))
+
+    monkeypatch.setattr(migration, "write_record", full)
+
+    with pytest.raises(migration.MigrationError, match="No space left"):
+        migrate(machine, as_garm)
+
+    assert migration.recover(machine, (os.getuid(), os.getgid())) is None
+    assert not migration.scratch_dir(machine).exists()
+    assert rows_of(machine.sqlite_db) == before
+    assert machine.garm_version.read_text() == V021
