@@ -106,7 +106,7 @@ class RecordingWorkload:
     backups: dict[str, BackupManifest] = dataclasses.field(
         default_factory=dict[str, BackupManifest]
     )
-    migration_error: Exception | None = None
+    migration_error: BaseException | None = None
     # What a failed migration leaves for the recovery to find (the real one: GARM's file as it
     # was, or, failing mid-swap, neither file), and the record a killed hook left behind.
     migration_failure: Recovery | None = Recovery.UNTOUCHED  # None: no record (its write failed)

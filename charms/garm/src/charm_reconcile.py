@@ -10,6 +10,7 @@ changes nothing; the one thing remembered is the last valid debug-ssh relay (ADR
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import logging
@@ -347,6 +348,12 @@ class GarmReconciler:
                 Recovery.UNTOUCHED, MigrationRecord(backup.name, last_ran, version)
             )
             return charm_status.migration_recovered(untouched, failed=True)
+        except BaseException:
+            # Interrupted (SIGINT, SystemExit): settle it now if that can still be done; if
+            # not, the record the migration left lets the next hook do it first.
+            with contextlib.suppress(Exception):
+                self._workload.recover_migration()
+            raise
         logger.info("GARM %s migrated the database; %d runners kept", version, kept)
         return None
 

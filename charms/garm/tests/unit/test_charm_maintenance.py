@@ -463,6 +463,28 @@ def test_a_migration_that_cannot_even_write_its_record_blocks(unit: Unit):
     assert unit.workload.last_ran_version == "v0.2.1"
 
 
+class Interrupted(BaseException):
+    """Stands for KeyboardInterrupt or SystemExit (which pytest itself would act on)."""
+
+
+def test_an_interrupted_migration_is_settled_before_the_hook_dies(unit: Unit):
+    """Arrange: v0.2.1 last ran; the migration is interrupted mid-swap (a BaseException).
+
+    Act: update-status. Assert: the hook fails (the interrupt goes on), but first the backup
+    was put back and the record settled: nothing is left for the next hook.
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.migration_error = Interrupted()
+    unit.workload.migration_failure = Recovery.RESTORE
+
+    with pytest.raises(Interrupted):
+        unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    assert unit.workload.calls[-2:] == ["stop", f"restore_backup pre-upgrade-v0.2.1-{NEWER}"]
+    assert unit.workload.migration_left is None
+    assert "apply" not in unit.workload.calls
+
+
 def test_a_killed_migration_is_settled_first_by_the_next_hook(unit: Unit):
     """Arrange: a hook was killed mid-swap: its record is left, the database neither file.
 
