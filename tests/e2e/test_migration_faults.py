@@ -319,3 +319,40 @@ def test_a_record_that_cannot_be_written_stops_the_migration_before_anything(
     assert not migration.scratch_dir(machine).exists()
     assert rows_of(machine.sqlite_db) == before
     assert machine.garm_version.read_text() == V021
+
+
+@pytest.mark.parametrize("step", ["copied blob-garm.db", "swapped blob", "swapped"])
+def test_a_database_with_file_objects_keeps_both_files_whole(machine: Paths, step: str):
+    """Arrange: the newer GARM's database (migrated, so with `blob-garm.db`), backed up.
+
+    Act: migrate again, killed at `step` (around the file-object database's copy and swap),
+    then recover.
+    Assert: both files hold what they held, row for row; the file-object database's tables are
+    there; nothing left behind.
+    """
+    migrate(machine, as_garm)
+    backup.create_backup(
+        machine, name="pre-again", garm_version=NEW_VERSION, passphrase_secret="", now=NOW
+    )
+    before = rows_of(machine.sqlite_db), rows_of(migration.blob_path(machine))
+
+    def kill_at(reached: str) -> None:
+        if reached == step:
+            raise KeyboardInterrupt
+
+    with contextlib.suppress(KeyboardInterrupt):
+        migration.migrate_on_copy(
+            machine,
+            as_garm,
+            backup_name="pre-again",
+            from_version=NEW_VERSION,
+            to_version=NEW_VERSION,
+            ids=(os.getuid(), os.getgid()),
+            fault=kill_at,
+        )
+    migration.recover(machine, (os.getuid(), os.getgid()))
+
+    assert (rows_of(machine.sqlite_db), rows_of(migration.blob_path(machine))) == before
+    assert before[1], "the file-object database has tables"
+    assert not record_path(machine).exists()
+    assert not migration.scratch_dir(machine).exists()
