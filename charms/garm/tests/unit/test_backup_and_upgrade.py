@@ -30,6 +30,7 @@ from workload.backup import (
     restore_problem,
 )
 from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, Paths
+from workload.machine import Workload
 from workload.migration import MigrationError, migrate_on_copy
 from workload.version import version_order
 
@@ -581,3 +582,26 @@ def test_a_manifest_that_is_no_json_object_is_refused(paths: Paths, content: str
 
     with pytest.raises(BackupError, match="manifest of backup b1"):
         read_backup(paths, "b1")
+
+
+def test_a_backup_is_labelled_with_the_schema_not_the_installed_binary(paths: Paths):
+    """Arrange: v0.2.1 last ran on the database; the newer binary is installed, not yet run.
+
+    Act: the workload's create_backup without a version (as create-backup does).
+    Assert: labelled v0.2.1, the schema it holds; without a recorded version, the installed one.
+    """
+    garm_db(paths, ["small-1"]).close()
+    paths.garm_binary.parent.mkdir(parents=True)
+    paths.garm_binary.write_text("")
+
+    def newer(argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_SECONDS) -> CommandResult:
+        return CommandResult(0, f"{NEWER}\n")
+
+    work = Workload(paths.root, runner=newer, ids=lambda _: (os.getuid(), os.getgid()))
+    unrecorded = work.create_backup("b0", passphrase_secret="", now=NOW)
+    work.record_version("v0.2.1")
+
+    labelled = work.create_backup("b1", passphrase_secret="", now=NOW)
+
+    assert unrecorded.garm_version == NEWER
+    assert labelled.garm_version == "v0.2.1"
