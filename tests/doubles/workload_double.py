@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import errno
+import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +13,16 @@ from pathlib import Path
 from workload import backup
 from workload.backup import BackupError, BackupManifest
 from workload.config import GarmConfig, OpenStackProvider, ProxyConfig, TlsFiles
-from workload.host import CommandError, Paths, ResourceError, VersionRefused, WorkloadError
+from workload.host import (
+    CommandError,
+    HostWriteError,
+    Paths,
+    ResourceError,
+    VersionRefused,
+    WorkloadError,
+)
+from workload.migration import Recovered
+from workload.migration_record import MigrationRecord, Recovery
 
 # The real Workload's paths on a machine (its default root), for the paths the double reports.
 MACHINE_PATHS = Paths(Path("/"))
@@ -95,12 +106,18 @@ class RecordingWorkload:
     backups: dict[str, BackupManifest] = dataclasses.field(
         default_factory=dict[str, BackupManifest]
     )
-    migration_error: WorkloadError | None = None
+    migration_error: BaseException | None = None
+    # What a failed migration leaves for the recovery to find (the real one: GARM's file as it
+    # was, or, failing mid-swap, neither file), and the record a killed hook left behind.
+    migration_failure: Recovery | None = Recovery.UNTOUCHED  # None: no record (its write failed)
+    migration_left: tuple[Recovery, MigrationRecord] | None = None
     # The version of the GARM binary in place (what systemd would start after a reboot).
     installed_binary: str = ""
     # The sha256 of GARM's database file: a backup copies it, a restore brings one back.
     database_sha256: str = "0" * 64
     restore_error: BackupError | None = None
+    # The files whose write fails as on a full disk (the real workload's HostWriteError).
+    full_disk: frozenset[Path] = frozenset()
 
     def install(
         self,
@@ -139,6 +156,7 @@ class RecordingWorkload:
         reads: its files stay as they were rendered.
         """
         self.calls.append("apply")
+        self._write(MACHINE_PATHS.config, 4096)
         before = (self.applied[-1] if self.applied else None, dict(self.provider_files))
         self.provider_files = {
             **{name: self.provider_files[name] for name in config.kept_only},
@@ -185,6 +203,8 @@ class RecordingWorkload:
 
     def record_backend(self, backend: str) -> None:
         """Remember the backend."""
+        if self.backend != backend:
+            self._write(MACHINE_PATHS.backend, len(backend))
         self.backend = backend
 
     def reset_admin_password(self, username: str, password: str) -> None:
@@ -202,6 +222,7 @@ class RecordingWorkload:
     def write_metrics_token(self, token: str) -> None:
         """Record the scrape's new token."""
         self.calls.append("write_metrics_token")
+        self._write(MACHINE_PATHS.metrics_token, len(token))
         self.metrics_token_file = token
 
     def has_sqlite_state(self) -> bool:
@@ -214,8 +235,14 @@ class RecordingWorkload:
 
     def record_version(self, version: str) -> None:
         """Remember the version now running."""
-        if version:
+        if version and version != self.last_ran_version:
+            self._write(MACHINE_PATHS.garm_version, len(version))
             self.last_ran_version = version
+
+    def _write(self, path: Path, size: int) -> None:
+        """Fail as the workload's write_atomic does on a full disk, for the files told."""
+        if path in self.full_disk:
+            raise HostWriteError(path, OSError(errno.ENOSPC, "No space left on device"), size)
 
     def create_backup(
         self,
@@ -232,7 +259,7 @@ class RecordingWorkload:
         manifest = BackupManifest(
             name,
             now.isoformat(),
-            self.version() if garm_version is None else garm_version,
+            (self.last_ran_version or self.version()) if garm_version is None else garm_version,
             self.database_sha256,
             4096,
             passphrase_secret,
@@ -271,12 +298,36 @@ class RecordingWorkload:
             raise self.restore_error
         self.database_sha256 = manifest.sha256
 
-    def migrate_database(self) -> int:
-        """Record an offline migration; fail like the workload when told to."""
+    def migrate_database(self, backup_name: str, from_version: str, to_version: str) -> int:
+        """Record a migration on a copy; fail like the workload when told to.
+
+        As the workload does, a migration that succeeds records the new version as the
+        database's, and one that fails leaves its record for `recover_migration`.
+        """
         self.calls.append("migrate_database")
+        record = MigrationRecord(backup_name, from_version, to_version)
         if self.migration_error is not None:
+            if self.migration_failure is not None:
+                self.migration_left = (self.migration_failure, record)
             raise self.migration_error
+        self.database_sha256 = hashlib.sha256(
+            f"{self.database_sha256}{to_version}".encode()
+        ).hexdigest()
+        self.last_ran_version = to_version
         return 0
+
+    def recover_migration(self) -> Recovered | None:
+        """Settle what a migration left behind as the workload does (GARM stopped first)."""
+        if self.migration_left is None:
+            return None
+        outcome, record = self.migration_left
+        self.stop()
+        if outcome is Recovery.RESTORE:
+            self.restore_backup(self.read_backup(record.backup))
+        elif outcome is Recovery.COMPLETED:
+            self.last_ran_version = record.to_version
+        self.migration_left = None
+        return Recovered(outcome, record)
 
     def backup_path(self, name: str) -> Path:
         """Where the workload keeps the backup's database, on the machine (root `/`)."""

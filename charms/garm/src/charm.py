@@ -41,7 +41,7 @@ from relations.database import Database
 from scaleset_reconciler.refresh_request import UnknownScaleset, request_refresh
 from workload.backup import restore_problem
 from workload.exporter import CharmExporter, ExporterError
-from workload.host import WorkloadError
+from workload.host import HostWriteError, WorkloadError
 from workload.machine import Workload
 from workload.tick import ReconcileTick, TickError, TickSchedule
 from workload.version import garm_built_after_v0_2_1
@@ -163,7 +163,7 @@ class GarmCharm(ops.CharmBase):
             state, status = None, charm_status.invalid_config(error)
         else:
             # Paused: nothing installed, rendered, started, stopped or written to GARM (ADR 0024).
-            status = charm_status.paused(pause) if pause else self._reconciler.reconcile(state)
+            status = charm_status.paused(pause) if pause else self._reconcile_garm(state)
         self._status = charm_status.bounded(status)
         logger.info("reconcile: %s %s", self._status.name, self._status.message)
         if state is not None:
@@ -171,6 +171,16 @@ class GarmCharm(ops.CharmBase):
             self._publish_cos_agent(state)
             self._schedule_tick(state, paused=pause is not None)
             self._keep_charm_metrics(state, paused=pause is not None)
+
+    def _reconcile_garm(self, state: CharmState) -> ops.StatusBase:
+        """The reconcile's status; a file the charm could not write is one too, never a crash.
+
+        The hook then completes: what it already did (the renewed lease first) is committed.
+        """
+        try:
+            return self._reconciler.reconcile(state)
+        except HostWriteError as error:
+            return charm_status.host_write_failed(error)
 
     def _publish_cos_agent(self, state: CharmState) -> None:
         """Tell COS what to scrape and alert on; a failure here never touches GARM's reconcile."""
@@ -197,6 +207,7 @@ class GarmCharm(ops.CharmBase):
             self._tick.install(TickSchedule(self.unit.name, self.charm_dir, interval))
         except TickError as error:
             logger.warning("reconcile tick not installed (hooks still reconcile): %s", error)
+            self._blocked_by_a_write(error)
 
     def _keep_charm_metrics(self, state: CharmState, *, paused: bool) -> None:
         """Serve the charm's per-scale-set metrics on the leader while COS scrapes (ADR 0030).
@@ -219,6 +230,16 @@ class GarmCharm(ops.CharmBase):
             self._exporter.install()
         except ExporterError as error:
             logger.warning("charm metrics not served (retried at the next hook): %s", error)
+            self._blocked_by_a_write(error)
+
+    def _blocked_by_a_write(self, error: Exception) -> None:
+        """A file of the tick or the exporter the disk refused is the unit's status too.
+
+        Unless the reconcile is Blocked already: its own reason comes first.
+        """
+        cause = error.__cause__
+        if isinstance(cause, HostWriteError) and not isinstance(self._status, ops.BlockedStatus):
+            self._status = charm_status.host_write_failed(cause)
 
     # Other events -------------------------------------------------------------------------
 
@@ -429,7 +450,12 @@ class GarmCharm(ops.CharmBase):
             event.fail(f"{error}; the old database stays, GARM is stopped: run resume to start it")
             return
         # The database is now the one that GARM wrote: going back to it is not a downgrade.
-        self._workload.record_version(manifest.garm_version)
+        try:
+            self._workload.record_version(manifest.garm_version)
+        except WorkloadError as error:
+            self._reconcile(event)
+            event.fail(f"restored, but {error}; then run resume")
+            return
         if held is None:
             peers.data[self.app].update(cleared())
         self._reconcile(event)

@@ -10,6 +10,7 @@ changes nothing; the one thing remembered is the last valid debug-ssh relay (ADR
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import logging
@@ -67,6 +68,8 @@ from workload.backup import BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import VersionRefused, WorkloadError
 from workload.machine import Workload
+from workload.migration import Recovered
+from workload.migration_record import MigrationRecord, Recovery
 from workload.releases import GARM_RESOURCE, PROVIDER_RESOURCE
 from workload.version import garm_built_after_v0_2_1
 
@@ -278,6 +281,10 @@ class GarmReconciler:
         binary installed before (by an earlier charm revision, or by hand). The GARM that runs
         keeps its binary until the restart `_start` makes, so it runs on as it was.
         """
+        if sqlite:
+            left_behind = self._recover_migration()
+            if left_behind is not None:
+                return left_behind
         last_ran = self._workload.recorded_version()
         decision = upgrade_step(last_ran, version)
         if decision.step is Step.REFUSED:
@@ -321,27 +328,55 @@ class GarmReconciler:
     def _migrate(
         self, backup: BackupManifest, last_ran: str, version: str
     ) -> ops.StatusBase | None:
-        """Let the new GARM migrate the database offline; on failure put the backup back.
+        """Let the new GARM migrate a copy of the database offline (ADR 0035).
 
-        A GARM without `garm admin` (v0.2.1 and older) migrates when it starts instead.
+        Whatever fails, even a failed fork or a full disk, the recovery the next hook would run
+        runs at once: the database is the old one or the backup again, never half migrated. A
+        GARM without `garm admin` (v0.2.1 and older) migrates when it starts instead.
         """
         if not garm_built_after_v0_2_1(version):
             return None
         try:
-            kept = self._workload.migrate_database()
-        except WorkloadError as error:
+            kept = self._workload.migrate_database(backup.name, last_ran, version)
+        except Exception as error:  # every failure ends in the recovery, which keeps the data
             logger.error("GARM %s could not migrate the database: %s", version, error)
-            try:
-                self._workload.restore_backup(backup)
-            except WorkloadError as restore_error:
-                logger.error("restoring backup %s failed: %s", backup.name, restore_error)
-                return charm_status.migration_not_restored(version)
-            return ops.BlockedStatus(
-                f"GARM {version} could not migrate the database (restored): attach "
-                f"{last_ran} again; see juju debug-log"
+            settled = self._recover_migration(failed=True)
+            if settled is not None or self._workload.recorded_version() == version:
+                return settled
+            # No record was left (its own write failed): nothing was touched, GARM stays off.
+            untouched = Recovered(
+                Recovery.UNTOUCHED, MigrationRecord(backup.name, last_ran, version)
             )
+            return charm_status.migration_recovered(untouched, failed=True)
+        except BaseException:
+            # Interrupted (SIGINT, SystemExit): settle it now if that can still be done; if
+            # not, the record the migration left lets the next hook do it first.
+            with contextlib.suppress(Exception):
+                self._workload.recover_migration()
+            raise
         logger.info("GARM %s migrated the database; %d runners kept", version, kept)
         return None
+
+    def _recover_migration(self, *, failed: bool = False) -> ops.StatusBase | None:
+        """Settle a migration left behind (this hook's, failed, or a killed hook's), first.
+
+        None when there was none, or it had finished (the migrated database is in place).
+        """
+        try:
+            recovered = self._workload.recover_migration()
+        except WorkloadError as error:
+            logger.error("an interrupted migration could not be settled: %s", error)
+            return charm_status.migration_not_restored(error)
+        if recovered is None:
+            return None
+        logger.warning(
+            "migration %s -> %s (backup %s) left behind: %s",
+            recovered.record.from_version,
+            recovered.record.to_version,
+            recovered.record.backup,
+            recovered.outcome.value,
+        )
+        return charm_status.migration_recovered(recovered, failed=failed)
 
     def _take_over(self, *, sqlite: bool) -> ops.StatusBase | None:
         """Claim GARM for this leader; None when it may run it now (ADR 0005)."""
@@ -403,13 +438,19 @@ class GarmReconciler:
     def _start(
         self, client: GarmClient, garm_config: GarmConfig, backend: str
     ) -> ops.StatusBase | None:
-        """Render and (re)start GARM as needed; a restarted GARM is waited for, boundedly."""
+        """Render and (re)start GARM as needed; a restarted GARM is waited for, boundedly.
+
+        The version is recorded before GARM starts: a GARM without `garm admin` migrates the
+        database as it starts, and a hook killed right after must not leave the migrated
+        database labelled with the old version (a later backup would carry that label). A
+        start that fails errs the safe way: a label newer than the schema only refuses more.
+        """
+        self._workload.record_version(garm_config.garm_version)
         try:
             started = self._workload.apply(garm_config)
         except WorkloadError as error:
             return charm_status.not_started(error)
         self._workload.record_backend(backend)
-        self._workload.record_version(garm_config.garm_version)
         self._publish_running(True)
         if started and not wait_until_serving(client):
             return charm_status.starting()

@@ -21,7 +21,9 @@ from reconcile.maintenance import Maintenance
 from relations.database import DatabaseState, DatabaseStatus
 from relations.service_handover import Decision, Verdict
 from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
-from workload.host import ResourceError, WorkloadError
+from workload.host import HostWriteError, ResourceError, WorkloadError
+from workload.migration import Recovered
+from workload.migration_record import Recovery
 from workload.version import garm_version_supports_postgresql
 
 logger = logging.getLogger(__name__)
@@ -118,6 +120,12 @@ def not_started(error: WorkloadError) -> ops.StatusBase:
     return ops.BlockedStatus(f"cannot run GARM: {error}")
 
 
+def host_write_failed(error: HostWriteError) -> ops.StatusBase:
+    """A file the charm writes could not be written: the path and what to free (full disk)."""
+    logger.error("reconcile stopped: %s", error)
+    return bounded(ops.BlockedStatus(str(error)))
+
+
 def starting() -> ops.StatusBase:
     """A (re)started GARM did not answer within the wait; the next hook looks again."""
     return ops.WaitingStatus(GARM_STARTING)
@@ -137,16 +145,33 @@ def bootstrap_failed(error: BootstrapFailure) -> ops.StatusBase:
     )
 
 
-def migration_not_restored(version: str) -> ops.StatusBase:
-    """A failed migration whose backup could not be put back: the database may be half-done.
+def migration_not_restored(error: WorkloadError) -> ops.StatusBase:
+    """A migration left behind whose backup could not be put back: nothing starts GARM.
 
-    The log names the backup; the old GARM must not start on this database either.
+    The record stays, so every hook tries again; restore-backup settles it by hand.
     """
     return bounded(
-        ops.BlockedStatus(
-            f"GARM {version} failed to migrate and its backup was not put back: run "
-            "restore-backup (see juju debug-log)"
-        )
+        ops.BlockedStatus(f"an unfinished migration is not undone ({error}): run restore-backup")
+    )
+
+
+def migration_recovered(recovered: Recovered, *, failed: bool) -> ops.StatusBase | None:
+    """A migration left behind, settled: None when it had finished, else Blocked naming the backup.
+
+    The database is the old one (as it was, or the backup put back); the next hook tries the
+    upgrade again unless the old garm-binary is attached. The backup's name carries both
+    versions (`pre-upgrade-<old>-<new>`).
+    """
+    record = recovered.record
+    if recovered.outcome is Recovery.COMPLETED:
+        return None
+    what = "failed" if failed else "interrupted"
+    if recovered.outcome is Recovery.UNTOUCHED:
+        kept = f"database unchanged (backup {record.backup})"
+    else:
+        kept = f"backup {record.backup} restored"
+    return bounded(
+        ops.BlockedStatus(f"GARM upgrade {what}; {kept}: attach {record.from_version} again")
     )
 
 

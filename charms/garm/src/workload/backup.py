@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import errno
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ import re
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, cast
 
 from workload.host import (
     Paths,
@@ -34,6 +35,7 @@ from workload.host import (
     ensure_directory,
     read_regular,
     remove_tree,
+    size_text,
     write_atomic,
 )
 from workload.version import version_order
@@ -43,9 +45,12 @@ DATABASE_FILE: Final = "garm.db"
 BLOB_FILE: Final = "blob-garm.db"
 MANIFEST_FILE: Final = "manifest.json"
 # SQLite's journal files beside a database, named after it.
-_JOURNALS: Final = ("-wal", "-shm", "-journal")
+JOURNALS: Final = ("-wal", "-shm", "-journal")
 # Names the charm makes (`garm-<UTC time>`, `pre-upgrade-...`): no path separator can slip in.
 _NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_SHA256: Final = re.compile(r"[0-9a-f]{64}")
+# Fields a manifest may lack: written only by builds that have the file-object database.
+_MANIFEST_DEFAULTS: Final[dict[str, object]] = {"blob_sha256": ""}
 
 
 class BackupError(WorkloadError):
@@ -127,13 +132,31 @@ def create_backup(
             ),
         )
         os.rename(partial, directory)
+    except OSError as error:
+        _discard(partial)
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _disk_full(paths, name) from None
+        raise BackupError(f"could not write backup {name}: {error.strerror}") from None
+    except BackupError as error:
+        _discard(partial)
+        if "full" in str(error):
+            raise _disk_full(paths, name) from None
+        raise
     except WorkloadError:
         _discard(partial)
         raise
-    except OSError as error:
-        _discard(partial)
-        raise BackupError(f"could not write backup {name}: {error.strerror}") from None
     return manifest
+
+
+def _disk_full(paths: Paths, name: str) -> BackupError:
+    """A full disk: the error names where the backup goes and how much it needs there."""
+    needed = sum(
+        path.stat().st_size for path in (paths.sqlite_db, paths.data / BLOB_FILE) if path.is_file()
+    )
+    return BackupError(
+        f"disk full writing backup {name}: free at least {size_text(needed)} in "
+        f"{backup_dir(paths, name).parent}"
+    )
 
 
 def partial_dir(paths: Paths, name: str) -> Path:
@@ -150,11 +173,11 @@ def _discard(partial: Path) -> None:
 def _fill(paths: Paths, directory: Path, described: BackupManifest) -> BackupManifest:
     """Copy the databases into `directory`, then write their manifest there, last."""
     target = directory / DATABASE_FILE
-    _online_copy(paths.sqlite_db, target)
+    online_copy(paths.sqlite_db, target)
     content = target.read_bytes()
     blob_sha256 = ""
     if (paths.data / BLOB_FILE).is_file():
-        _online_copy(paths.data / BLOB_FILE, directory / BLOB_FILE)
+        online_copy(paths.data / BLOB_FILE, directory / BLOB_FILE)
         blob_sha256 = hashlib.sha256((directory / BLOB_FILE).read_bytes()).hexdigest()
     manifest = dataclasses.replace(
         described,
@@ -181,10 +204,9 @@ def read_backup(paths: Paths, name: str) -> BackupManifest:
     database = read_regular(directory / DATABASE_FILE)
     if manifest_file is None or database is None:
         raise BackupError(f"no backup called {name} under {directory.parent}")
-    try:
-        manifest = BackupManifest(**json.loads(manifest_file[0]))
-    except (ValueError, TypeError):
-        raise BackupError(f"the manifest of backup {name} is unreadable") from None
+    # What is restored is the directory checked here, whatever name the manifest says (a
+    # backup copied back under another name restores from where it is now).
+    manifest = dataclasses.replace(parse_manifest(manifest_file[0], name), name=name)
     blob = read_regular(directory / BLOB_FILE) if manifest.blob_sha256 else None
     if hashlib.sha256(database[0]).hexdigest() != manifest.sha256 or (
         manifest.blob_sha256
@@ -192,6 +214,43 @@ def read_backup(paths: Paths, name: str) -> BackupManifest:
     ):
         raise BackupError(f"backup {name} does not match its sha256: it changed or is damaged")
     return manifest
+
+
+def parse_manifest(content: bytes, name: str) -> BackupManifest:
+    """The manifest in `content`, every field of its type (a hand edit is refused, not run).
+
+    Fields this charm does not know are ignored (a later revision may add some).
+
+    Raises:
+        BackupError: not JSON, not an object, a field missing or of the wrong type, a digest
+            that is no sha256; names the field.
+    """
+    try:
+        document: Any = json.loads(content)
+    except ValueError:
+        raise BackupError(f"the manifest of backup {name} is not JSON") from None
+    if not isinstance(document, dict):
+        raise BackupError(f"the manifest of backup {name} is not a JSON object")
+    found = cast("dict[str, Any]", document)
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(BackupManifest):
+        value = found.get(field.name, _MANIFEST_DEFAULTS.get(field.name))
+        if not _of_type(field.name, value):
+            raise BackupError(
+                f"the manifest of backup {name} has no valid {field.name!r}: not restored"
+            )
+        values[field.name] = value
+    return BackupManifest(**values)
+
+
+def _of_type(field: str, value: object) -> bool:
+    if field == "size":
+        return type(value) is int and value >= 0
+    if not isinstance(value, str):
+        return False
+    if field in ("sha256", "blob_sha256"):
+        return _SHA256.fullmatch(value) is not None or (field == "blob_sha256" and not value)
+    return True
 
 
 def restore_problem(manifest: BackupManifest, installed_version: str) -> str | None:
@@ -251,13 +310,13 @@ def _swap_in(target: Path, content: bytes, *, uid: int, gid: int) -> None:
             file.write(content)
             file.flush()
             os.fsync(file.fileno())
-        _replace_dropping_journal(Path(temporary), target)
+        replace_dropping_journal(Path(temporary), target)
     except OSError as error:
         Path(temporary).unlink(missing_ok=True)
         raise BackupError(f"could not swap {target.name} in: {error.strerror}") from None
 
 
-def _replace_dropping_journal(temporary: Path, target: Path) -> None:
+def replace_dropping_journal(temporary: Path, target: Path) -> None:
     """Rename `temporary` over `target`; its journal files go only once that rename is done.
 
     They are moved aside first, so SQLite never replays the old journal onto the restored
@@ -266,7 +325,7 @@ def _replace_dropping_journal(temporary: Path, target: Path) -> None:
     """
     aside: list[tuple[Path, Path]] = []
     try:
-        for suffix in _JOURNALS:
+        for suffix in JOURNALS:
             journal = target.with_name(target.name + suffix)
             kept = journal.with_name(f".{journal.name}.aside")
             with contextlib.suppress(FileNotFoundError):
@@ -289,7 +348,7 @@ def _named_dir(paths: Paths, name: str) -> Path:
     return backup_dir(paths, name)
 
 
-def _online_copy(database: Path, target: Path) -> None:
+def online_copy(database: Path, target: Path) -> None:
     """SQLite's online backup: a consistent copy while GARM keeps writing.
 
     The source is opened read-only, so the charm can never change GARM's database here; the

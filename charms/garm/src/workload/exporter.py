@@ -220,16 +220,15 @@ class CharmExporter:
         try:
             ensure_directory(directory, DIRECTORY_MODE)
         except WorkloadError as error:
-            raise ExporterError(str(error)) from None
-        except OSError as error:
-            raise ExporterError(f"cannot prepare {directory}: {error.strerror}") from None
+            # A HostWriteError cause names the path and the space to free: a status too.
+            raise ExporterError(str(error)) from error
 
 
 def _write(path: Path, content: bytes, mode: int) -> None:
     try:
         write_atomic(path, content, mode)
     except OSError as error:
-        raise ExporterError(f"cannot write {path}: {error.strerror}") from None
+        raise ExporterError(str(error)) from error
 
 
 def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:

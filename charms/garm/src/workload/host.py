@@ -8,6 +8,7 @@ would have run.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import grp
 import os
 import platform
@@ -24,6 +25,8 @@ SERVICE_NAME: Final = "garm"
 SYSTEM_USER: Final = "garm"
 PROVIDER_BINARY: Final = "garm-provider-openstack"
 COMMAND_TIMEOUT_SECONDS: Final = 300
+# What a new directory takes on a disk (one block), for the space a full disk must free.
+DIRECTORY_SIZE: Final = 4096
 # The exit status `timeout(1)` uses, for a command that was killed at its deadline.
 TIMED_OUT: Final = 124
 
@@ -50,6 +53,36 @@ class VersionRefused(WorkloadError):
 
 class CommandError(WorkloadError):
     """A command failed."""
+
+
+class HostWriteError(WorkloadError, OSError):
+    """A file the charm writes could not be written: a full disk, a read-only mount, rights.
+
+    An `OSError` too, so callers that handle their own write failures keep doing so; its
+    message (for a Blocked status) names the path and, on a full disk, the space to free.
+    """
+
+    def __init__(self, path: Path, error: OSError, needed: int) -> None:
+        super().__init__(error.errno, error.strerror or str(error), str(path))
+        self.path = path
+        self.needed = needed
+
+    def __str__(self) -> str:
+        """What failed and what to do, for a status."""
+        if self.errno in (errno.ENOSPC, errno.EDQUOT):
+            return f"disk full writing {self.path}: free at least {size_text(self.needed)} there"
+        return f"cannot write {self.path}: {self.strerror}"
+
+
+def size_text(count: int) -> str:
+    """`count` bytes as a person reads it, rounded up (what must be freed is at least that)."""
+    if count < 1024:
+        return f"{max(count, 1)} B"
+    for unit in ("KiB", "MiB", "GiB"):
+        count = -(-count // 1024)
+        if count < 1024 or unit == "GiB":
+            return f"{count} {unit}"
+    return f"{count} GiB"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -245,7 +278,18 @@ def write_atomic(path: Path, content: bytes, mode: int, *, group: int = -1) -> N
     existing file) and gets its group and mode on the descriptor before any byte is written, so
     no reader ever sees it with looser rights or half written. The rename replaces a symlink at
     `path` itself, never its target.
+
+    Raises:
+        HostWriteError: the disk (full, read-only) or the rights refused; `path` is as it was.
     """
+    try:
+        _write_atomic(path, content, mode, group)
+    except OSError as error:  # its directory's too: the file is what the operator knows
+        # The new file and the old one coexist until the rename: the content's size is needed.
+        raise HostWriteError(path, error, len(content)) from None
+
+
+def _write_atomic(path: Path, content: bytes, mode: int, group: int) -> None:
     ensure_directory(path.parent, None)
     if path.is_dir() and not path.is_symlink():
         # A directory in the file's place would make the rename fail at every hook.
@@ -310,8 +354,12 @@ def ensure_directory(path: Path, mode: int | None, *, uid: int = -1, gid: int = 
 
     Raises:
         WorkloadError: `path` is a symlink or not a directory.
+        HostWriteError: it could not be created (a full disk, a read-only mount, rights).
     """
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise HostWriteError(path, error, DIRECTORY_SIZE) from None
     if mode is None:
         return
     try:

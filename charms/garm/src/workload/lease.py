@@ -24,7 +24,6 @@ from workload.host import (
     SERVICE_NAME,
     CommandError,
     Paths,
-    WorkloadError,
     read_intact,
     read_regular,
     write_atomic,
@@ -159,10 +158,8 @@ class GarmLease:
 
 
 def _write(path: Path, text: str, mode: int) -> None:
-    try:
-        write_atomic(path, text.encode(), mode)
-    except OSError as error:
-        raise WorkloadError(f"cannot write GARM's lease ({error.strerror})") from None
+    # A HostWriteError (a WorkloadError) names the path and, on a full disk, what to free.
+    write_atomic(path, text.encode(), mode)
 
 
 def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from workload import backup, migration, service
+from workload import backup, migration, migration_record, service
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import (
     SYSTEM_USER,
@@ -246,8 +246,9 @@ class Workload:
             name: the backup's name.
             passphrase_secret: the reference of the passphrase's Juju secret.
             now: the time the backup is taken at.
-            garm_version: the GARM that wrote the database, when not the installed one (a
-                backup before an upgrade is taken with the new binary already in place).
+            garm_version: the GARM whose schema the database holds; by default the one that
+                last ran on it (recorded), else the installed one. A backup is labelled with
+                its schema, never with a binary that has not migrated it yet.
 
         Raises:
             BackupError: no database, a bad or taken name, or SQLite failed.
@@ -255,7 +256,9 @@ class Workload:
         return backup.create_backup(
             self.paths,
             name=name,
-            garm_version=self.version() if garm_version is None else garm_version,
+            garm_version=(self.recorded_version() or self.version())
+            if garm_version is None
+            else garm_version,
             passphrase_secret=passphrase_secret,
             now=now,
         )
@@ -286,27 +289,56 @@ class Workload:
             raise backup.BackupError("GARM is still running: not restored")
         uid, gid = self._installer.garm_ids()
         backup.restore_backup(self.paths, manifest, uid=uid, gid=gid)
+        # The operator's choice of database supersedes a migration a hook left behind.
+        migration_record.clear_record(self.paths)
 
     def backup_path(self, name: str) -> Path:
         """Where the backup `name` keeps its copy of the database."""
         return backup.backup_dir(self.paths, name) / backup.DATABASE_FILE
 
-    def migrate_database(self) -> int:
-        """Let the installed (newer) GARM migrate its stopped SQLite database, runners kept.
+    def migrate_database(self, backup_name: str, from_version: str, to_version: str) -> int:
+        """Let the installed (newer) GARM migrate a copy of its stopped database; swap it in.
+
+        Args:
+            backup_name: the pre-upgrade backup, put back by `recover_migration` if need be.
+            from_version: the version whose schema the database holds.
+            to_version: the installed version, recorded once the migrated copy is in.
 
         Returns:
             How many runners were set aside during the migration and put back.
 
         Raises:
-            MigrationError: the migration failed; restore the pre-upgrade backup.
+            Exception: anything at all; the database is the old one or the migrated one, and
+                `recover_migration` settles which (run it at once, and at the next hook).
         """
-        return migration.migrate_keeping_runners(self.paths, self._run)
+        return migration.migrate_on_copy(
+            self.paths,
+            self._run,
+            backup_name=backup_name,
+            from_version=from_version,
+            to_version=to_version,
+            ids=self._installer.garm_ids(),
+        )
+
+    def recover_migration(self) -> migration.Recovered | None:
+        """Settle a migration a hook left behind (killed or failed); None when there is none.
+
+        GARM is stopped first: it must not run on a database the charm may put back.
+
+        Raises:
+            WorkloadError: the backup could not be put back; nothing may start GARM.
+        """
+        if not migration_record.record_path(self.paths).exists():
+            return None
+        self.stop()
+        if self.is_running():
+            raise backup.BackupError("GARM is still running: an interrupted migration waits")
+        return migration.recover(self.paths, self._installer.garm_ids())
 
     def recorded_version(self) -> str:
         """The GARM version that last ran on this machine's database, or "" if none did."""
         return read_text(self.paths.garm_version).strip()
 
     def record_version(self, version: str) -> None:
-        """Remember the GARM version that now runs on the database."""
-        if version and self.recorded_version() != version:
-            write_atomic(self.paths.garm_version, version.encode(), 0o600)
+        """Remember the GARM version that now runs on (so has migrated) the database."""
+        migration.record_version(self.paths, version)

@@ -176,7 +176,8 @@ def _write(path: Path, text: str) -> None:
         write_atomic(path, text.encode(), UNIT_MODE)
     except OSError as error:
         # The charm logs a TickError and goes on; anything else would fail the whole hook.
-        raise TickError(f"cannot write {path}: {error.strerror}") from None
+        # The cause (a HostWriteError) names the path and the space to free: a status too.
+        raise TickError(str(error)) from error
 
 
 def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:

@@ -9,8 +9,10 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import stat
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +30,8 @@ from workload.backup import (
     restore_problem,
 )
 from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, Paths
-from workload.migration import MigrationError, migrate_keeping_runners
+from workload.machine import Workload
+from workload.migration import MigrationError, migrate_on_copy
 from workload.version import version_order
 
 NOW = datetime.datetime(2026, 12, 1, 16, 0, tzinfo=datetime.UTC)
@@ -370,9 +373,13 @@ class NewerGarm:
     def __call__(
         self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_SECONDS
     ) -> CommandResult:
-        """Run the migration on the database; fail as GARM does on an SQLite error."""
+        """Run the migration on the config's database; fail as GARM does on an SQLite error."""
         self.seen.append(list(argv))
-        connection = sqlite3.connect(self.paths.sqlite_db)
+        database = self.paths.sqlite_db
+        if "--config" in argv:
+            config = tomllib.loads(Path(argv[list(argv).index("--config") + 1]).read_text())
+            database = config["database"]["sqlite3"]["db_file"]
+        connection = sqlite3.connect(database)
         try:
             connection.executescript(self.script)
         except sqlite3.Error as error:
@@ -380,6 +387,28 @@ class NewerGarm:
         finally:
             connection.close()
         return CommandResult(0, "admin")
+
+
+def v021_database(paths: Paths) -> None:
+    """v0.2.1's database as GARM left it, and the config GARM runs with (naming it)."""
+    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
+        connection.executescript(GARM_V021_SCHEMA)
+    paths.etc.mkdir(parents=True, exist_ok=True)
+    paths.config.write_text(
+        f'[database]\nbackend = "sqlite3"\n[database.sqlite3]\ndb_file = "{paths.sqlite_db}"\n'
+    )
+
+
+def migrate(paths: Paths, run: NewerGarm) -> int:
+    """migrate_on_copy from v0.2.1 to the newer GARM, as the test's own user."""
+    return migrate_on_copy(
+        paths,
+        run,
+        backup_name="pre",
+        from_version="v0.2.1",
+        to_version=NEWER,
+        ids=(os.getuid(), os.getgid()),
+    )
 
 
 def table_rows(paths: Paths, query: str) -> list[tuple[object, ...]]:
@@ -408,14 +437,15 @@ def test_the_real_garm_rebuild_fails_or_drops_labels_without_the_set_aside(paths
 def test_migration_keeps_runners_and_labels(paths: Paths):
     """Arrange: a v0.2.1 database with a scale set, its labels, a runner and its updates.
 
-    Act: migrate_keeping_runners with GARM's rebuild. Assert: `garm admin list` ran as GARM's
-    user; the schema is the new one; every row is back, references intact.
+    Act: migrate_on_copy with GARM's rebuild. Assert: `garm admin list` ran as GARM's user
+    on a copy; the schema is the new one; every row is back, references intact; the newer
+    version is recorded as the database's (so a later hook never backs it up as v0.2.1's); no
+    record or copy is left behind.
     """
-    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
-        connection.executescript(GARM_V021_SCHEMA)
+    v021_database(paths)
     run = NewerGarm(paths)
 
-    kept = migrate_keeping_runners(paths, run)
+    kept = migrate(paths, run)
 
     assert kept == 1
     assert run.seen[0][:4] == ["runuser", "-u", "garm", "--"]
@@ -425,29 +455,33 @@ def test_migration_keeps_runners_and_labels(paths: Paths):
     assert table_rows(paths, "SELECT id, scale_set_fk_id FROM instances") == [("i1", 1)]
     assert len(table_rows(paths, "SELECT * FROM instance_status_updates")) == 2
     assert table_rows(paths, "PRAGMA foreign_key_check") == []
+    assert str(paths.sqlite_db) not in run.seen[0]
+    assert paths.garm_version.read_text() == NEWER
+    assert not (paths.charm_state / "migration-in-progress.json").exists()
+    assert not (paths.data / ".migration").exists()
 
 
 def test_a_migration_that_loses_rows_elsewhere_fails(paths: Paths):
-    """Arrange: a migration that also deletes the admin user. Act: migrate_keeping_runners.
+    """Arrange: a migration that also deletes the admin user. Act: migrate_on_copy.
 
-    Assert: MigrationError naming the table that lost rows (the caller restores the backup).
+    Assert: MigrationError naming the table that lost rows; GARM's file is untouched.
     """
-    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
-        connection.executescript(GARM_V021_SCHEMA)
+    v021_database(paths)
+    before = paths.sqlite_db.read_bytes()
     run = NewerGarm(paths, "DELETE FROM users;")
 
     with pytest.raises(MigrationError, match="lost rows of users"):
-        migrate_keeping_runners(paths, run)
+        migrate(paths, run)
+    assert paths.sqlite_db.read_bytes() == before
 
 
 def test_a_failed_migration_says_what_garm_said(paths: Paths):
     """Arrange: GARM's migration fails. Act: migrate. Assert: MigrationError with its words."""
-    with contextlib.closing(sqlite3.connect(paths.sqlite_db)) as connection:
-        connection.executescript(GARM_V021_SCHEMA)
+    v021_database(paths)
     run = NewerGarm(paths, "DROP TABLE no_such_table;")
 
     with pytest.raises(MigrationError, match="no such table: no_such_table"):
-        migrate_keeping_runners(paths, run)
+        migrate(paths, run)
 
 
 def test_the_file_object_database_goes_along(paths: Paths):
@@ -480,3 +514,94 @@ def table_rows_of(database: Path, query: str) -> list[tuple[object, ...]]:
     """What a query finds in a database file."""
     with contextlib.closing(sqlite3.connect(database)) as connection:
         return connection.execute(query).fetchall()
+
+
+def test_a_backup_copied_back_under_another_name_restores_from_where_it_is(paths: Paths):
+    """Arrange: backup b1 copied to b1-copy (as an operator copies one back), b1 removed.
+
+    Act: read_backup("b1-copy"), restore_backup. Assert: the manifest read is b1-copy's (the
+    directory checked), and the restore brings its database back from there.
+    """
+    live = garm_db(paths, ["small-1"])
+    create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    live.execute("INSERT INTO scale_sets VALUES ('later')")
+    live.commit()
+    live.close()
+    backups = paths.charm_state / "backups"
+    shutil.copytree(backups / "b1", backups / "b1-copy")
+    shutil.rmtree(backups / "b1")
+
+    manifest = read_backup(paths, "b1-copy")
+    restore_backup(paths, manifest, uid=-1, gid=-1)
+
+    assert manifest.name == "b1-copy"
+    assert names_in(paths.sqlite_db) == ["small-1"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("name", 7),
+        ("created", None),
+        ("garm_version", 1),
+        ("sha256", 0),
+        ("sha256", "not-a-digest"),
+        ("size", "4096"),
+        ("size", True),
+        ("size", -1),
+        ("passphrase_secret", ["secret:x"]),
+        ("blob_sha256", 1),
+        ("blob_sha256", "abc"),
+    ],
+)
+def test_a_hand_edited_manifest_with_wrong_types_is_refused_naming_the_field(
+    paths: Paths, field: str, value: object
+):
+    """Arrange: a backup whose manifest has `field` set to a value of the wrong type.
+
+    Act: read_backup. Assert: BackupError naming the field (the action fails before it stops
+    GARM), never a crash later on.
+    """
+    garm_db(paths, ["small-1"]).close()
+    create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    manifest_file = paths.charm_state / "backups" / "b1" / "manifest.json"
+    manifest = json.loads(manifest_file.read_text())
+    manifest[field] = value
+    manifest_file.write_text(json.dumps(manifest))
+
+    with pytest.raises(BackupError, match=f"no valid '{field}'"):
+        read_backup(paths, "b1")
+
+
+@pytest.mark.parametrize("content", ["[]", "not json", '"a string"'])
+def test_a_manifest_that_is_no_json_object_is_refused(paths: Paths, content: str):
+    """Arrange: a manifest that is no JSON object. Act: read_backup. Assert: BackupError."""
+    garm_db(paths, ["small-1"]).close()
+    create_backup(paths, name="b1", garm_version=NEWER, passphrase_secret="", now=NOW)
+    (paths.charm_state / "backups" / "b1" / "manifest.json").write_text(content)
+
+    with pytest.raises(BackupError, match="manifest of backup b1"):
+        read_backup(paths, "b1")
+
+
+def test_a_backup_is_labelled_with_the_schema_not_the_installed_binary(paths: Paths):
+    """Arrange: v0.2.1 last ran on the database; the newer binary is installed, not yet run.
+
+    Act: the workload's create_backup without a version (as create-backup does).
+    Assert: labelled v0.2.1, the schema it holds; without a recorded version, the installed one.
+    """
+    garm_db(paths, ["small-1"]).close()
+    paths.garm_binary.parent.mkdir(parents=True)
+    paths.garm_binary.write_text("")
+
+    def newer(argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_SECONDS) -> CommandResult:
+        return CommandResult(0, f"{NEWER}\n")
+
+    work = Workload(paths.root, runner=newer, ids=lambda _: (os.getuid(), os.getgid()))
+    unrecorded = work.create_backup("b0", passphrase_secret="", now=NOW)
+    work.record_version("v0.2.1")
+
+    labelled = work.create_backup("b1", passphrase_secret="", now=NOW)
+
+    assert unrecorded.garm_version == NEWER
+    assert labelled.garm_version == "v0.2.1"

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import errno
+from pathlib import Path
 from typing import Any
 
 import ops
@@ -19,12 +21,14 @@ from test_charm import bootstrap_secrets, bootstrapped
 
 import charm
 from doubles.database_publication import database_relation, database_secret
-from doubles.workload_double import RecordingWorkload
+from doubles.workload_double import MACHINE_PATHS, RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.fencing import Lease
 from reconcile.maintenance import PAUSED_BY_KEY, PAUSED_SINCE_KEY
 from workload.backup import BackupError, BackupManifest
+from workload.host import WorkloadError
 from workload.migration import MigrationError
+from workload.migration_record import MigrationRecord, Recovery
 
 RECONCILE_TICK = _Event("reconcile_tick")
 NEWER = "v0.2.1-96-gafda4e76"
@@ -385,11 +389,12 @@ def test_a_downgrade_is_refused_naming_both_versions(unit: Unit):
     assert unit.garm.write_count() == 0
 
 
-def test_a_failed_migration_puts_the_backup_back_and_blocks(unit: Unit):
-    """Arrange: v0.2.1 last ran; the newer GARM's migration fails. Act: update-status.
+def test_a_failed_migration_leaves_the_database_and_blocks_naming_the_backup(unit: Unit):
+    """Arrange: v0.2.1 last ran; the newer GARM's migration of the copy fails. Act: update-status.
 
-    Assert: GARM stopped, backed up, migration tried, the backup restored; Blocked saying to
-    attach v0.2.1 again; GARM not started on the half-migrated database.
+    Assert: GARM stopped, backed up, migration tried, the recovery finds GARM's file untouched
+    (nothing restored); Blocked naming the backup and saying to attach v0.2.1 again; GARM not
+    started; v0.2.1 still the database's version.
     """
     unit.workload.last_ran_version = "v0.2.1"
     unit.workload.migration_error = MigrationError("GARM's migration failed: foreign key")
@@ -402,22 +407,149 @@ def test_a_failed_migration_puts_the_backup_back_and_blocks(unit: Unit):
         "stop",
         f"create_backup {name}",
         "migrate_database",
-        f"restore_backup {name}",
+        "stop",
     ]
     assert out.unit_status == ops.BlockedStatus(
-        f"GARM {NEWER} could not migrate the database (restored): attach v0.2.1 again; "
-        "see juju debug-log"
+        f"GARM upgrade failed; database unchanged (backup {name}): attach v0.2.1 again"
     )
     assert unit.workload.last_ran_version == "v0.2.1"
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [
+        MigrationError("GARM's migration failed: foreign key"),
+        OSError(errno.EAGAIN, "Resource temporarily unavailable"),
+        RuntimeError("a bug"),
+    ],
+    ids=["migration-error", "fork-failed", "anything-else"],
+)
+def test_a_migration_failing_mid_swap_puts_the_backup_back(unit: Unit, failure: Exception):
+    """Arrange: v0.2.1 last ran; the migration fails half way through its swap, with any error.
+
+    Act: update-status. Assert: the backup is put back; Blocked naming it; GARM not started.
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.migration_error = failure
+    unit.workload.migration_failure = Recovery.RESTORE
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    assert unit.workload.calls[-3:] == ["migrate_database", "stop", f"restore_backup {name}"]
+    assert out.unit_status == ops.BlockedStatus(
+        f"GARM upgrade failed; backup {name} restored: attach v0.2.1 again"
+    )
+    assert "apply" not in unit.workload.calls
+
+
+def test_a_migration_that_cannot_even_write_its_record_blocks(unit: Unit):
+    """Arrange: v0.2.1 last ran; the disk is full, so the migration's record is not written.
+
+    Act: update-status. Assert: Blocked naming the backup, database unchanged; GARM not
+    started on a database no migration reached, v0.2.1 still its version.
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.migration_error = OSError(errno.ENOSPC, "No space left on device")
+    unit.workload.migration_failure = None
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    assert out.unit_status == ops.BlockedStatus(
+        f"GARM upgrade failed; database unchanged (backup {name}): attach v0.2.1 again"
+    )
+    assert "apply" not in unit.workload.calls
+    assert unit.workload.last_ran_version == "v0.2.1"
+
+
+class Interrupted(BaseException):
+    """Stands for KeyboardInterrupt or SystemExit (which pytest itself would act on)."""
+
+
+def test_an_interrupted_migration_is_settled_before_the_hook_dies(unit: Unit):
+    """Arrange: v0.2.1 last ran; the migration is interrupted mid-swap (a BaseException).
+
+    Act: update-status. Assert: the hook fails (the interrupt goes on), but first the backup
+    was put back and the record settled: nothing is left for the next hook.
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.migration_error = Interrupted()
+    unit.workload.migration_failure = Recovery.RESTORE
+
+    with pytest.raises(Interrupted):
+        unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    assert unit.workload.calls[-2:] == ["stop", f"restore_backup pre-upgrade-v0.2.1-{NEWER}"]
+    assert unit.workload.migration_left is None
+    assert "apply" not in unit.workload.calls
+
+
+def test_a_killed_migration_is_settled_first_by_the_next_hook(unit: Unit):
+    """Arrange: a hook was killed mid-swap: its record is left, the database neither file.
+
+    Act: update-status. Assert: before anything else touches GARM the backup is put back;
+    Blocked naming it; GARM not started, no new backup taken.
+    """
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.backups[name] = backup(name, "v0.2.1")
+    unit.workload.migration_left = (Recovery.RESTORE, MigrationRecord(name, "v0.2.1", NEWER))
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    assert unit.workload.calls == ["install", "stop", f"restore_backup {name}"]
+    assert out.unit_status == ops.BlockedStatus(
+        f"GARM upgrade interrupted; backup {name} restored: attach v0.2.1 again"
+    )
+
+
+def test_a_migration_killed_after_its_swap_is_finished_by_the_next_hook(unit: Unit):
+    """Arrange: a hook was killed after swapping the migrated copy in, before recording it.
+
+    Act: update-status. Assert: the newer version is recorded, no second backup, no second
+    migration; GARM started on the migrated database: Active.
+    """
+    name = f"pre-upgrade-v0.2.1-{NEWER}"
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.backups[name] = backup(name, "v0.2.1")
+    unit.workload.migration_left = (Recovery.COMPLETED, MigrationRecord(name, "v0.2.1", NEWER))
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    assert unit.workload.last_ran_version == NEWER
+    assert not [c for c in unit.workload.calls if c.startswith(("create_backup", "migrate"))]
+    assert out.unit_status == ops.ActiveStatus()
+
+
+def test_a_start_deferred_after_the_migration_never_backs_up_the_new_schema_as_old(unit: Unit):
+    """Arrange: v0.2.1 last ran; the hook that migrates cannot start GARM (lease unwritable).
+
+    Act: update-status twice, the second with the lease writable again.
+    Assert: one backup only, labelled v0.2.1 (what it holds); the second hook does not take
+    the migrated database for a v0.2.1 one: no second backup or migration; Active.
+    """
+    unit.workload.last_ran_version = "v0.2.1"
+    unit.workload.lease.error = WorkloadError("cannot write GARM's lease (No space left)")
+    first = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+    unit.workload.lease.error = None
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    assert first.unit_status.name == "blocked"
+    assert [m.garm_version for m in unit.workload.backups.values()] == ["v0.2.1"]
+    assert unit.workload.calls.count("migrate_database") == 1
+    assert out.unit_status == ops.ActiveStatus()
+
+
 def test_a_retried_upgrade_reuses_the_backup_its_failed_migration_put_back(unit: Unit):
-    """Arrange: v0.2.1 last ran; the newer GARM's migration fails. Act: update-status twice.
+    """Arrange: v0.2.1 last ran; the migration fails mid-swap. Act: update-status twice.
 
     Assert: one backup, taken by the first hook; the second restores that same one.
     """
     unit.workload.last_ran_version = "v0.2.1"
     unit.workload.migration_error = MigrationError("GARM's migration failed: foreign key")
+    unit.workload.migration_failure = Recovery.RESTORE
 
     unit.ctx.run(unit.ctx.on.update_status(), unit.state())
     unit.ctx.run(unit.ctx.on.update_status(), unit.state())
@@ -430,7 +562,7 @@ def test_a_retried_upgrade_reuses_the_backup_its_failed_migration_put_back(unit:
 
 
 def test_an_older_backup_of_the_same_upgrade_is_never_put_back(unit: Unit):
-    """Arrange: an older pre-upgrade backup of these versions; the migration fails.
+    """Arrange: an older pre-upgrade backup of these versions; the migration fails mid-swap.
 
     The operator went back after that earlier attempt, and GARM changed the database since.
 
@@ -443,6 +575,7 @@ def test_an_older_backup_of_the_same_upgrade_is_never_put_back(unit: Unit):
     unit.workload.backups[name] = dataclasses.replace(backup(name, "v0.2.1"), sha256="a" * 64)
     unit.workload.database_sha256 = "b" * 64
     unit.workload.migration_error = MigrationError("GARM's migration failed: foreign key")
+    unit.workload.migration_failure = Recovery.RESTORE
 
     unit.ctx.run(unit.ctx.on.update_status(), unit.state())
 
@@ -453,20 +586,24 @@ def test_an_older_backup_of_the_same_upgrade_is_never_put_back(unit: Unit):
 
 
 def test_a_failed_migration_whose_backup_cannot_be_put_back_says_so(unit: Unit):
-    """Arrange: the migration fails, and so does putting the backup back.
+    """Arrange: the migration fails mid-swap, and so does putting the backup back.
 
-    Act: update-status. Assert: Blocked saying to run restore-backup, never "(restored)".
+    Act: update-status twice. Assert: Blocked saying to run restore-backup, never "restored";
+    the record stays, so the second hook tries again and GARM is never started.
     """
     unit.workload.last_ran_version = "v0.2.1"
     unit.workload.migration_error = MigrationError("GARM's migration failed: foreign key")
+    unit.workload.migration_failure = Recovery.RESTORE
     unit.workload.restore_error = BackupError("the swap failed")
 
+    unit.ctx.run(unit.ctx.on.update_status(), unit.state())
     out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
 
     assert out.unit_status == ops.BlockedStatus(
-        f"GARM {NEWER} failed to migrate and its backup was not put back: run restore-backup "
-        "(see juju debug-log)"
+        "an unfinished migration is not undone (the swap failed): run restore-backup"
     )
+    assert unit.workload.calls.count("restore_backup pre-upgrade-v0.2.1-" + NEWER) == 2
+    assert "apply" not in unit.workload.calls
 
 
 def test_rotate_credentials_is_refused_while_paused(unit: Unit):
@@ -498,3 +635,71 @@ def test_refresh_runners_is_refused_while_paused(unit: Unit):
 
     assert unit.workload.calls == []
     assert unit.garm.calls() == []
+
+
+# A full disk ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("full", "needed"),
+    [
+        (MACHINE_PATHS.backend, "7 B"),
+        (MACHINE_PATHS.garm_version, "6 B"),
+        (MACHINE_PATHS.config, "4 KiB"),
+    ],
+    ids=["backend-record", "version-record", "garm-config"],
+)
+def test_a_full_disk_is_a_blocked_status_naming_the_path_and_the_lease_is_renewed(
+    unit: Unit, full: Path, needed: str
+):
+    """Arrange: the lease about to end; the disk full for one file the reconcile writes.
+
+    Act: update-status.
+    Assert: no traceback: Blocked naming the file and the space to free; the hook's other work
+    completed: the renewed lease is in the peer data Juju commits, the tick scheduled.
+    """
+    ending = Lease("garm/0", datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=1))
+    unit.workload.garm_version = "v0.2.1"
+    unit.workload.backend = "" if full == MACHINE_PATHS.backend else "sqlite3"
+    unit.workload.full_disk = frozenset({full})
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state(ending.as_app_data()))
+
+    assert out.unit_status.name == "blocked"
+    assert out.unit_status.message.endswith(
+        f"disk full writing {full}: free at least {needed} there"
+    )
+    renewed = Lease.from_app_data(peers_of(out))
+    assert renewed is not None
+    assert renewed.until > ending.until
+    assert unit.machine.tick.paths.timer_file.exists()
+
+
+def test_a_full_disk_for_the_metrics_token_is_a_status_not_a_crash(unit: Unit):
+    """Arrange: COS related (the scrape needs a token); the token's file cannot be written.
+
+    Act: update-status. Assert: Blocked naming the token's path and the space to free.
+    """
+    unit.workload.full_disk = frozenset({MACHINE_PATHS.metrics_token})
+    cos = testing.Relation("cos-agent", remote_app_name="grafana-agent")
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state(None, cos))
+
+    assert out.unit_status.name == "blocked"
+    assert out.unit_status.message.startswith(f"disk full writing {MACHINE_PATHS.metrics_token}")
+
+
+def test_a_tick_file_that_cannot_be_written_is_a_blocked_status(unit: Unit):
+    """Arrange: a file where the tick's unit directory must go (every write under it fails).
+
+    Act: update-status. Assert: the reconcile completes; Blocked naming the tick's path.
+    """
+    units = unit.machine.tick.paths.timer_file.parent
+    units.parent.mkdir(parents=True, exist_ok=True)
+    units.write_text("")
+
+    out = unit.ctx.run(unit.ctx.on.update_status(), unit.state())
+
+    assert out.unit_status.name == "blocked"
+    assert out.unit_status.message.startswith("cannot write ")
+    assert "apply" in unit.workload.calls
