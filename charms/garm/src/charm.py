@@ -14,6 +14,7 @@ import datetime
 import json
 import logging
 import os
+import time
 
 import ops
 
@@ -35,6 +36,7 @@ from reconcile.charm_metrics import MetricsState, after_pass, render
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
 from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
+from reconcile.teardown import TEARDOWN_SINCE_KEY, TeardownReport, teardown_since
 from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
 from relations.database import Database
@@ -120,7 +122,9 @@ class GarmCharm(ops.CharmBase):
             framework.observe(event, self._reconcile)
         database.observe(self._reconcile)
         self._certificates.observe(self._reconcile)
+        framework.observe(self.on.stop, self._on_stop)
         framework.observe(self.on.remove, self._on_remove)
+        framework.observe(self.on.teardown_action, self._on_teardown)
         framework.observe(self.on.get_credentials_action, self._on_get_credentials)
         framework.observe(self.on.list_scalesets_action, self._on_list_scalesets)
         framework.observe(self.on.rotate_credentials_action, self._on_rotate_credentials)
@@ -157,6 +161,7 @@ class GarmCharm(ops.CharmBase):
         else:
             self._reconciler.stand_down(leader=False)
         pause = self._maintenance()
+        self._reconciler.teardown_since = self._teardown_since()
         try:
             state = self._state()
         except InvalidConfigError as error:
@@ -221,6 +226,69 @@ class GarmCharm(ops.CharmBase):
             logger.warning("charm metrics not served (retried at the next hook): %s", error)
 
     # Other events -------------------------------------------------------------------------
+
+    # Removal (docs/adr/0034-teardown-on-removal.md) -------------------------------------------
+
+    def _on_stop(self, _: ops.StopEvent) -> None:
+        """When the whole application goes, tear the charm's scale sets down before GARM goes.
+
+        Only the leader, and only when Juju plans no unit any more: a unit removed from an
+        application that stays hands GARM to the next leader instead. Waits at most
+        `teardown-timeout`; nothing here may fail the hook, which would hold up the removal.
+        """
+        try:
+            removing = self.unit.is_leader() and self.app.planned_units() == 0
+        except ops.ModelError as error:
+            logger.warning("teardown skipped: cannot tell whether the application goes: %s", error)
+            return
+        if not removing:
+            return
+        try:
+            report = self._tear_down(utc_now())
+        except (InvalidConfigError, GarmError, WorkloadError) as error:
+            logger.error(
+                "teardown on removal not done (%s): the charm's scale sets, their runners and "
+                "VMs may remain; see docs/how-to/remove-garm.md",
+                error,
+            )
+            return
+        report.log_leftovers()
+        logger.info(
+            "teardown on removal: deleted %s; left %s", report.deleted or "-", report.remaining
+        )
+
+    def _on_teardown(self, event: ops.ActionEvent) -> None:
+        """Tear down ahead of removal, waiting up to `teardown-timeout`; say what remains.
+
+        The time it began is kept in the peer data: until `resume`, every hook keeps the scale
+        sets down instead of creating them again. Each run waits `teardown-timeout` afresh.
+        """
+        peers = self._leader_peers(event, "teardown")
+        if peers is None:
+            return
+        since = utc_now()
+        peers.data[self.app][TEARDOWN_SINCE_KEY] = since.isoformat()
+        try:
+            report = self._tear_down(since)
+        except (InvalidConfigError, GarmError, WorkloadError) as error:
+            event.fail(f"teardown interrupted ({error}); run it again")
+            return
+        self._reconcile(event)
+        event.set_results(_teardown_results(report))
+        if not report.done:
+            event.fail(
+                f"{len(report.leftovers)} runners remain in {len(report.remaining)} scale sets: "
+                "see remaining; run teardown again to wait longer"
+            )
+
+    def _tear_down(self, since: datetime.datetime) -> TeardownReport:
+        config = self._state().config
+        return self._reconciler.tear_down(config, since=since, sleep=time.sleep)
+
+    def _teardown_since(self) -> datetime.datetime | None:
+        """When the teardown action began (kept for every leader), or None."""
+        peers = self.model.get_relation(PEER_RELATION)
+        return teardown_since(peers.data[self.app]) if peers is not None else None
 
     def _on_remove(self, _: ops.RemoveEvent) -> None:
         self._tick.remove()
@@ -373,7 +441,7 @@ class GarmCharm(ops.CharmBase):
         peers = self._leader_peers(event, "resume")
         if peers is None:
             return
-        peers.data[self.app].update(cleared())
+        peers.data[self.app].update({**cleared(), TEARDOWN_SINCE_KEY: ""})
         self._reconcile(event)
         status = self._status or ops.UnknownStatus()
         event.set_results({"status": f"{status.name}: {status.message}"})
@@ -497,6 +565,17 @@ class GarmCharm(ops.CharmBase):
             address = self.model.get_binding(CONFIGURATOR_RELATION).network.ingress_address
             self._unit_address = str(address) if address is not None else "127.0.0.1"
         return self._unit_address
+
+
+def _teardown_results(report: TeardownReport) -> dict[str, str | int]:
+    """The teardown action's results: what went, what remains runner by runner, and how."""
+    return {
+        "deleted": ",".join(report.deleted),
+        "remaining": json.dumps([leftover.as_result() for leftover in report.leftovers]),
+        "remaining-scalesets": ",".join(report.remaining),
+        "hand-made": ",".join(report.hand_made),
+        "count": len(report.leftovers),
+    }
 
 
 def utc_now() -> datetime.datetime:
