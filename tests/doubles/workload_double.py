@@ -101,6 +101,10 @@ class RecordingWorkload:
     # The sha256 of GARM's database file: a backup copies it, a restore brings one back.
     database_sha256: str = "0" * 64
     restore_error: BackupError | None = None
+    # The runner names each backup's database holds, by backup name (none when absent).
+    backup_runner_names: dict[str, frozenset[str]] = dataclasses.field(
+        default_factory=dict[str, frozenset[str]]
+    )
 
     def install(
         self,
@@ -277,6 +281,10 @@ class RecordingWorkload:
         if self.migration_error is not None:
             raise self.migration_error
         return 0
+
+    def backup_runners(self, manifest: BackupManifest) -> frozenset[str]:
+        """The runner names the backup holds, as the test set them."""
+        return self.backup_runner_names.get(manifest.name, frozenset())
 
     def backup_path(self, name: str) -> Path:
         """Where the workload keeps the backup's database, on the machine (root `/`)."""

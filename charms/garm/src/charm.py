@@ -36,12 +36,13 @@ from reconcile.charm_metrics import MetricsState, after_pass, render
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
 from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
+from reconcile.restore_check import RestoreCheck
 from reconcile.teardown import TEARDOWN_SINCE_KEY, TeardownReport, teardown_since
 from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
 from relations.database import Database
 from scaleset_reconciler.refresh_request import UnknownScaleset, request_refresh
-from workload.backup import restore_problem
+from workload.backup import BackupManifest, restore_problem
 from workload.exporter import CharmExporter, ExporterError
 from workload.host import WorkloadError
 from workload.machine import Workload
@@ -485,6 +486,16 @@ class GarmCharm(ops.CharmBase):
         if problem is not None:
             event.fail(problem)
             return
+        check = self._restore_check(manifest, force=bool(event.params.get("force", False)))
+        if isinstance(check, str):
+            event.fail(check)
+            return
+        doomed = _doomed_results(check)
+        refusal = check.refusal(name)
+        if refusal is not None:
+            event.set_results(doomed)
+            event.fail(refusal)
+            return
         held = Maintenance.from_app_data(peers.data[self.app])
         if held is None:
             peers.data[self.app].update(Maintenance(utc_now(), RESTORE).as_app_data())
@@ -502,7 +513,18 @@ class GarmCharm(ops.CharmBase):
             peers.data[self.app].update(cleared())
         self._reconcile(event)
         status = self._status or ops.UnknownStatus()
-        event.set_results({"restored": name, "status": f"{status.name}: {status.message}"})
+        event.set_results(
+            {"restored": name, "status": f"{status.name}: {status.message}", **doomed}
+        )
+
+    def _restore_check(self, manifest: BackupManifest, *, force: bool) -> RestoreCheck | str:
+        """What the restore will have GARM delete (asked before GARM stops), or why not go on."""
+        try:
+            known = self._workload.backup_runners(manifest)
+            config = self._state().config
+        except (WorkloadError, InvalidConfigError) as error:
+            return str(error)
+        return self._reconciler.check_restore(config, known, force=force)
 
     def _leader_peers(self, event: ops.ActionEvent, action: str) -> ops.Relation | None:
         """The peer relation for a leader-only action; else the action fails, saying why."""
@@ -565,6 +587,14 @@ class GarmCharm(ops.CharmBase):
             address = self.model.get_binding(CONFIGURATOR_RELATION).network.ingress_address
             self._unit_address = str(address) if address is not None else "127.0.0.1"
         return self._unit_address
+
+
+def _doomed_results(check: RestoreCheck) -> dict[str, str | int]:
+    """The runners the restored database does not know, which GARM deletes, busy ones first."""
+    return {
+        "unknown-runners": json.dumps([runner.as_result() for runner in check.doomed]),
+        "unknown-runners-busy": len(check.busy),
+    }
 
 
 def _teardown_results(report: TeardownReport) -> dict[str, str | int]:

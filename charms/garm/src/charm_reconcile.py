@@ -48,6 +48,7 @@ from reconcile.garm_objects import reconcile_objects
 from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
 from reconcile.metrics_token import token_is_current
 from reconcile.provider_retention import retained_providers, retention_message
+from reconcile.restore_check import RestoreCheck, check_restore, unknown_check
 from reconcile.teardown import TeardownReport, teardown, teardown_pass
 from reconcile.upgrade import Step, progress_message, upgrade_step
 from relations import cos_agent, debug_ssh
@@ -485,6 +486,28 @@ class GarmReconciler:
         return teardown(
             client, deadline=since + config.teardown_timeout, clock=self._clock, sleep=sleep
         )
+
+    def check_restore(
+        self, config: CharmConfig, known: frozenset[str], *, force: bool
+    ) -> RestoreCheck | str:
+        """The runners GARM runs now that a backup holding `known` lacks; or why not to go on.
+
+        GARM is asked before it is stopped. If it cannot answer, nothing can be named: the
+        restore is refused unless forced (then it goes on naming none).
+        """
+        creds = ensure_secrets(self._secrets)
+        if creds is None:
+            # Never bootstrapped here: GARM has run no runner this charm could name.
+            return check_restore([], known, force=force)
+        try:
+            client = local_client(config, self._certificates.tls_files())
+            client.login(creds.admin_username, creds.admin_password)
+            live = client.list_instances()
+        except GarmError as error:
+            logger.warning("restore: GARM's runners cannot be listed: %s", error)
+            refusal = unknown_check(error, force=force)
+            return refusal if refusal is not None else check_restore([], known, force=force)
+        return check_restore(live, known, force=force)
 
     def _objects(
         self,
