@@ -267,6 +267,9 @@ class GarmCharm(ops.CharmBase):
         peers = self._leader_peers(event, "teardown")
         if peers is None:
             return
+        if self._maintenance() is not None:
+            event.fail("the charm is paused: run resume first, then teardown")
+            return
         since = utc_now()
         peers.data[self.app][TEARDOWN_SINCE_KEY] = since.isoformat()
         try:

@@ -19,6 +19,7 @@ from contract.garm_http import call
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.fencing import Lease
+from reconcile.maintenance import Maintenance
 from reconcile.teardown import TEARDOWN_SINCE_KEY
 from scaleset_reconciler.marker import Marker
 
@@ -245,3 +246,79 @@ def test_resume_ends_a_teardown(
     out = ctx.run(ctx.on.action("resume"), out)
 
     assert TEARDOWN_SINCE_KEY not in next(iter(out.relations)).local_app_data
+
+
+def test_removal_logs_each_runner_it_leaves_with_its_vm_and_how_to_remove_it(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    garm: GarmSim,
+    resources: Resources,
+    config: dict[str, str | int],
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+):
+    """Arrange: the charm's scale set with a busy runner; teardown-timeout 0; the app goes.
+
+    Act: the stop hook. Assert: the busy runner is kept, and an ERROR names it, its VM and
+    the command that deletes the VM.
+    """
+    bootstrapped(garm)
+    scaleset_id = _scaleset(garm, "small-0123a", marker=Marker(logical="small", application="c"))
+    busy = garm.start_job(scaleset_id)
+    vm = next(i.provider_id for i in garm.instances(scaleset_id) if i.name == busy)
+    state = dataclasses.replace(_leader(resources, config, **{TIMEOUT: "0"}), planned_units=0)
+
+    ctx.run(ctx.on.stop(), state)
+
+    assert busy in {i.name for i in garm.instances()}
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert any(busy in e and f"openstack server delete {vm}" in e for e in errors), errors
+
+
+def test_removal_never_fails_the_stop_hook_when_garm_is_gone(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    garm: GarmSim,
+    resources: Resources,
+    config: dict[str, str | int],
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+):
+    """Arrange: GARM does not answer; the application goes. Act: the stop hook.
+
+    Assert: the hook ends without an error; the log says the teardown was not done.
+    """
+    bootstrapped(garm)
+    garm.stop()
+    state = dataclasses.replace(_leader(resources, config), planned_units=0)
+
+    ctx.run(ctx.on.stop(), state)
+
+    assert any("teardown on removal not done" in r.getMessage() for r in caplog.records)
+
+
+def test_teardown_is_refused_while_paused(
+    ctx: Ctx,
+    workload: RecordingWorkload,
+    garm: GarmSim,
+    resources: Resources,
+    config: dict[str, str | int],
+    clock: Clock,
+):
+    """Arrange: the operator paused; the charm's scale set. Act: teardown.
+
+    Assert: refused naming resume; GARM saw no write.
+    """
+    bootstrapped(garm)
+    _scaleset(garm, "small-0123a", marker=Marker(logical="small", application="cfg"))
+    garm.reset_log()
+    state = _leader(resources, config)
+    peers = next(iter(state.relations))
+    paused = dataclasses.replace(
+        peers, local_app_data={**peers.local_app_data, **Maintenance(START).as_app_data()}
+    )
+
+    with pytest.raises(testing.ActionFailed, match="run resume first, then teardown"):
+        ctx.run(ctx.on.action("teardown"), dataclasses.replace(state, relations={paused}))
+
+    assert garm.write_calls() == []
