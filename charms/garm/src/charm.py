@@ -244,8 +244,13 @@ class GarmCharm(ops.CharmBase):
             return
         if not removing:
             return
+        since = utc_now()
         try:
-            report = self._tear_down(utc_now())
+            until = since + self._state().config.teardown_timeout
+            self.unit.status = ops.MaintenanceStatus(
+                f"removing: tearing down the charm's scale sets until {until:%H:%M} UTC at most"
+            )
+            report = self._tear_down(since)
         except (InvalidConfigError, GarmError, WorkloadError) as error:
             logger.error(
                 "teardown on removal not done (%s): the charm's scale sets, their runners and "

@@ -193,10 +193,12 @@ def test_removing_the_application_tears_down_in_the_stop_hook(
     _scaleset(garm, "small-0123a", marker=Marker(logical="small", application="cfg"))
     state = dataclasses.replace(_leader(resources, config), planned_units=0)
 
-    ctx.run(ctx.on.stop(), state)
+    out = ctx.run(ctx.on.stop(), state)
 
     assert garm.state.scalesets == {}
     assert garm.instances() == []
+    shown = [status.message for status in [*ctx.unit_status_history, out.unit_status]]
+    assert "removing: tearing down the charm's scale sets until 12:30 UTC at most" in shown
 
 
 @pytest.mark.parametrize(
