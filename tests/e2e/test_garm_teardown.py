@@ -22,7 +22,13 @@ from typing import cast
 import pytest
 from ops import testing
 
-from e2e.test_garm_machine import install_and_bootstrap, point_github_at_the_fake, start_job
+from doubles.configurator_publication import CONFIGURATOR_ENDPOINT
+from e2e.test_garm_machine import (
+    OLD_LABELS,
+    install_and_bootstrap,
+    point_github_at_the_fake,
+    start_job,
+)
 from e2e.test_garm_real_provider import (  # noqa: F401 (pytest fixtures)
     PROVIDER,
     ProviderWalk,
@@ -41,8 +47,9 @@ def test_removal_and_teardown_leave_nothing_of_the_charms_behind(
 ):
     """Arrange: the charm's scale set with a runner on the real provider; a hand-made set.
 
-    Act: the stop hook of the application's removal; then the scale set back, a job on its
-    runner, the teardown action with teardown-timeout 20s, an update-status, resume.
+    Act: the application's removal (its relation broken, then the stop hook); then the
+    relation back, a job on the scale set's runner, the teardown action with
+    teardown-timeout 20s, an update-status, resume.
 
     Assert: after the stop hook GARM has no scale set of the charm and the fake cloud no server
     of the provider's; the hand-made set is unchanged. The teardown fails naming the busy runner
@@ -55,9 +62,9 @@ def test_removal_and_teardown_leave_nothing_of_the_charms_behind(
     first = relate_configurator(provider_walk)
     hand_made = _hand_made_scaleset(provider_walk, first)
 
-    remove_application(provider_walk, hand_made)
+    relation = remove_application(provider_walk, hand_made)
 
-    second = scaleset_back(provider_walk)
+    second = scaleset_back(provider_walk, relation)
     busy = start_job(walk, second)
     teardown_waits_for_the_busy_runner(provider_walk, second, busy)
     resume_brings_the_scale_set_back(provider_walk)
@@ -80,13 +87,19 @@ def _hand_made_scaleset(walker: ProviderWalk, beside: ScaleSet) -> ScaleSet:
     )
 
 
-def remove_application(walker: ProviderWalk, hand_made: ScaleSet) -> None:
-    """The leader's stop hook, Juju planning no unit: the charm's scale set and servers go."""
+def remove_application(walker: ProviderWalk, hand_made: ScaleSet) -> testing.RelationBase:
+    """As Juju removes the application: the relation broken, then the leader's stop hook.
+
+    Juju plans no unit any more. The charm's scale set and every server of it go; the
+    relation is returned, for the walk to go on as if the application had stayed.
+    """
     walk = walker.walk
-    state = walk.state
+    relation = next(r for r in walk.state.relations if r.endpoint == CONFIGURATOR_ENDPOINT)
     walk.state = dataclasses.replace(
-        state, planned_units=0, config={**state.config, "teardown-timeout": "60s"}
+        walk.state, planned_units=0, config={**walk.state.config, "teardown-timeout": "60s"}
     )
+    walk.hook(walk.ctx.on.relation_broken(relation))
+    walk.state = dataclasses.replace(walk.state, relations=walk.state.relations - {relation})
 
     walk.hook(walk.ctx.on.stop())
 
@@ -98,11 +111,14 @@ def remove_application(walker: ProviderWalk, hand_made: ScaleSet) -> None:
     assert created, "the provider made a server for the charm's runner"
     assert [server.name for server in created if not server.deleted] == []
     walk.state = dataclasses.replace(walk.state, planned_units=1)
+    return relation
 
 
-def scaleset_back(walker: ProviderWalk) -> ScaleSet:
-    """The application stays after all: the next hook creates the scale set again."""
+def scaleset_back(walker: ProviderWalk, relation: testing.RelationBase) -> ScaleSet:
+    """The application stays after all: related again, the charm creates the scale set again."""
     walk = walker.walk
+    walk.state = dataclasses.replace(walk.state, relations={*walk.state.relations, relation})
+    walker.publish(OLD_LABELS)
     walk.update_status_until(
         lambda: any(parse_marker(s.extended_state) for s in walk.scalesets()),
         "the configurator's scale set created again",
@@ -143,6 +159,8 @@ def teardown_waits_for_the_busy_runner(
     (left,) = json.loads(results["remaining"])
     assert (left["runner"], left["vm"]) == (busy, runners[busy].provider_id)
     assert left["status"] == "running/active"
+    # GARM records the job it gave the runner (the fake GitHub's repository and run).
+    assert left["job"].startswith("fake-org/fake-repo run ")
     servers = {server.id: server for server in walker.cloud.created_servers()}
     assert servers[runners[idle].provider_id].deleted
     assert not servers[runners[busy].provider_id].deleted
