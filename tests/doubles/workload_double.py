@@ -119,6 +119,11 @@ class RecordingWorkload:
     # The files whose write fails as on a full disk (the real workload's HostWriteError).
     full_disk: frozenset[Path] = frozenset()
 
+    # The runner names each backup's database holds, by backup name (none when absent).
+    backup_runner_names: dict[str, frozenset[str]] = dataclasses.field(
+        default_factory=dict[str, frozenset[str]]
+    )
+
     def install(
         self,
         garm_tarball: Path | None,
@@ -328,6 +333,10 @@ class RecordingWorkload:
             self.last_ran_version = record.to_version
         self.migration_left = None
         return Recovered(outcome, record)
+
+    def backup_runners(self, manifest: BackupManifest) -> frozenset[str]:
+        """The runner names the backup holds, as the test set them."""
+        return self.backup_runner_names.get(manifest.name, frozenset())
 
     def backup_path(self, name: str) -> Path:
         """Where the workload keeps the backup's database, on the machine (root `/`)."""

@@ -14,6 +14,7 @@ import datetime
 import json
 import logging
 import os
+import time
 
 import ops
 
@@ -35,11 +36,13 @@ from reconcile.charm_metrics import MetricsState, after_pass, render
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
 from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
+from reconcile.restore_check import RestoreCheck
+from reconcile.teardown import TEARDOWN_SINCE_KEY, TeardownReport, teardown_since
 from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
 from relations.database import Database
 from scaleset_reconciler.refresh_request import UnknownScaleset, request_refresh
-from workload.backup import restore_problem
+from workload.backup import BackupManifest, restore_problem
 from workload.exporter import CharmExporter, ExporterError
 from workload.host import HostWriteError, WorkloadError
 from workload.machine import Workload
@@ -120,7 +123,9 @@ class GarmCharm(ops.CharmBase):
             framework.observe(event, self._reconcile)
         database.observe(self._reconcile)
         self._certificates.observe(self._reconcile)
+        framework.observe(self.on.stop, self._on_stop)
         framework.observe(self.on.remove, self._on_remove)
+        framework.observe(self.on.teardown_action, self._on_teardown)
         framework.observe(self.on.get_credentials_action, self._on_get_credentials)
         framework.observe(self.on.list_scalesets_action, self._on_list_scalesets)
         framework.observe(self.on.rotate_credentials_action, self._on_rotate_credentials)
@@ -157,6 +162,7 @@ class GarmCharm(ops.CharmBase):
         else:
             self._reconciler.stand_down(leader=False)
         pause = self._maintenance()
+        self._reconciler.teardown_since = self._teardown_since()
         try:
             state = self._state()
         except InvalidConfigError as error:
@@ -242,6 +248,77 @@ class GarmCharm(ops.CharmBase):
             self._status = charm_status.host_write_failed(cause)
 
     # Other events -------------------------------------------------------------------------
+
+    # Removal (docs/adr/0036-teardown-on-removal.md) -------------------------------------------
+
+    def _on_stop(self, _: ops.StopEvent) -> None:
+        """When the whole application goes, tear the charm's scale sets down before GARM goes.
+
+        Only the leader, and only when Juju plans no unit any more: a unit removed from an
+        application that stays hands GARM to the next leader instead. Waits at most
+        `teardown-timeout`; nothing here may fail the hook, which would hold up the removal.
+        """
+        try:
+            removing = self.unit.is_leader() and self.app.planned_units() == 0
+        except ops.ModelError as error:
+            logger.warning("teardown skipped: cannot tell whether the application goes: %s", error)
+            return
+        if not removing:
+            return
+        since = utc_now()
+        try:
+            until = since + self._state().config.teardown_timeout
+            self.unit.status = ops.MaintenanceStatus(
+                f"removing: tearing down the charm's scale sets until {until:%H:%M} UTC at most"
+            )
+            report = self._tear_down(since)
+        except (InvalidConfigError, GarmError, WorkloadError) as error:
+            logger.error(
+                "teardown on removal not done (%s): the charm's scale sets, their runners and "
+                "VMs may remain; see docs/how-to/remove-garm.md",
+                error,
+            )
+            return
+        report.log_leftovers()
+        logger.info(
+            "teardown on removal: deleted %s; left %s", report.deleted or "-", report.remaining
+        )
+
+    def _on_teardown(self, event: ops.ActionEvent) -> None:
+        """Tear down ahead of removal, waiting up to `teardown-timeout`; say what remains.
+
+        The time it began is kept in the peer data: until `resume`, every hook keeps the scale
+        sets down instead of creating them again. Each run waits `teardown-timeout` afresh.
+        """
+        peers = self._leader_peers(event, "teardown")
+        if peers is None:
+            return
+        if self._maintenance() is not None:
+            event.fail("the charm is paused: run resume first, then teardown")
+            return
+        since = utc_now()
+        peers.data[self.app][TEARDOWN_SINCE_KEY] = since.isoformat()
+        try:
+            report = self._tear_down(since)
+        except (InvalidConfigError, GarmError, WorkloadError) as error:
+            event.fail(f"teardown interrupted ({error}); run it again")
+            return
+        self._reconcile(event)
+        event.set_results(_teardown_results(report))
+        if not report.done:
+            event.fail(
+                f"{len(report.leftovers)} runners remain in {len(report.remaining)} scale sets: "
+                "see remaining; run teardown again to wait longer"
+            )
+
+    def _tear_down(self, since: datetime.datetime) -> TeardownReport:
+        config = self._state().config
+        return self._reconciler.tear_down(config, since=since, sleep=time.sleep)
+
+    def _teardown_since(self) -> datetime.datetime | None:
+        """When the teardown action began (kept for every leader), or None."""
+        peers = self.model.get_relation(PEER_RELATION)
+        return teardown_since(peers.data[self.app]) if peers is not None else None
 
     def _on_remove(self, _: ops.RemoveEvent) -> None:
         self._tick.remove()
@@ -394,7 +471,7 @@ class GarmCharm(ops.CharmBase):
         peers = self._leader_peers(event, "resume")
         if peers is None:
             return
-        peers.data[self.app].update(cleared())
+        peers.data[self.app].update({**cleared(), TEARDOWN_SINCE_KEY: ""})
         self._reconcile(event)
         status = self._status or ops.UnknownStatus()
         event.set_results({"status": f"{status.name}: {status.message}"})
@@ -424,20 +501,10 @@ class GarmCharm(ops.CharmBase):
         if peers is None or self._on_postgresql(event):
             return
         name = str(event.params.get("name", ""))
-        try:
-            manifest = self._workload.read_backup(name)
-        except WorkloadError as error:
-            event.fail(str(error))
+        checked = self._checked_restore(event, name)
+        if checked is None:
             return
-        problem = restore_problem(manifest, self._workload.version())
-        if problem is None and manifest.passphrase_secret != passphrase_secret_ref(self.model):
-            problem = (
-                f"backup {name} needs the passphrase in secret {manifest.passphrase_secret}, "
-                "not this application's garm-db-passphrase: not restored"
-            )
-        if problem is not None:
-            event.fail(problem)
-            return
+        manifest, doomed = checked
         held = Maintenance.from_app_data(peers.data[self.app])
         if held is None:
             peers.data[self.app].update(Maintenance(utc_now(), RESTORE).as_app_data())
@@ -460,7 +527,51 @@ class GarmCharm(ops.CharmBase):
             peers.data[self.app].update(cleared())
         self._reconcile(event)
         status = self._status or ops.UnknownStatus()
-        event.set_results({"restored": name, "status": f"{status.name}: {status.message}"})
+        event.set_results(
+            {"restored": name, "status": f"{status.name}: {status.message}", **doomed}
+        )
+
+    def _checked_restore(
+        self, event: ops.ActionEvent, name: str
+    ) -> tuple[BackupManifest, dict[str, str | int]] | None:
+        """The backup and the runners it will kill, or None once the action failed saying why.
+
+        Everything is checked here, before GARM is stopped: a refusal changes nothing.
+        """
+        try:
+            manifest = self._workload.read_backup(name)
+        except WorkloadError as error:
+            event.fail(str(error))
+            return None
+        problem = restore_problem(manifest, self._workload.version())
+        if problem is None and manifest.passphrase_secret != passphrase_secret_ref(self.model):
+            problem = (
+                f"backup {name} needs the passphrase in secret {manifest.passphrase_secret}, "
+                "not this application's garm-db-passphrase: not restored"
+            )
+        if problem is not None:
+            event.fail(problem)
+            return None
+        check = self._restore_check(manifest, force=bool(event.params.get("force", False)))
+        if isinstance(check, str):
+            event.fail(check)
+            return None
+        doomed = _doomed_results(check)
+        refusal = check.refusal(name)
+        if refusal is not None:
+            event.set_results(doomed)
+            event.fail(refusal)
+            return None
+        return manifest, doomed
+
+    def _restore_check(self, manifest: BackupManifest, *, force: bool) -> RestoreCheck | str:
+        """What the restore will have GARM delete (asked before GARM stops), or why not go on."""
+        try:
+            known = self._workload.backup_runners(manifest)
+            config = self._state().config
+        except (WorkloadError, InvalidConfigError) as error:
+            return str(error)
+        return self._reconciler.check_restore(config, known, force=force)
 
     def _leader_peers(self, event: ops.ActionEvent, action: str) -> ops.Relation | None:
         """The peer relation for a leader-only action; else the action fails, saying why."""
@@ -523,6 +634,25 @@ class GarmCharm(ops.CharmBase):
             address = self.model.get_binding(CONFIGURATOR_RELATION).network.ingress_address
             self._unit_address = str(address) if address is not None else "127.0.0.1"
         return self._unit_address
+
+
+def _doomed_results(check: RestoreCheck) -> dict[str, str | int]:
+    """The runners the restored database does not know, which GARM deletes, busy ones first."""
+    return {
+        "unknown-runners": json.dumps([runner.as_result() for runner in check.doomed]),
+        "unknown-runners-busy": len(check.busy),
+    }
+
+
+def _teardown_results(report: TeardownReport) -> dict[str, str | int]:
+    """The teardown action's results: what went, what remains runner by runner, and how."""
+    return {
+        "deleted": ",".join(report.deleted),
+        "remaining": json.dumps([leftover.as_result() for leftover in report.leftovers]),
+        "remaining-scalesets": ",".join(report.remaining),
+        "hand-made": ",".join(report.hand_made),
+        "count": len(report.leftovers),
+    }
 
 
 def utc_now() -> datetime.datetime:

@@ -31,6 +31,9 @@ MAX_WAIT: Final = datetime.timedelta(days=7)
 # well before, whatever GARM restarts or kept deletes (retried up to an hour apart) cost.
 MAX_DRAIN_TIMEOUT: Final = datetime.timedelta(hours=144)
 MAX_HANDOVER_GRACE: Final = datetime.timedelta(days=1)
+# The stop hook waits this long at most for busy runners while the application goes (ADR 0036):
+# a day bounds how long Juju's removal can be held up.
+MAX_TEARDOWN_TIMEOUT: Final = datetime.timedelta(days=1)
 # A tick less often than daily is no tick; hooks alone do that (`0`).
 MAX_RECONCILE_INTERVAL: Final = datetime.timedelta(days=1)
 MAX_PORT: Final = 65535
@@ -84,6 +87,8 @@ class CharmConfig:
     refresh_surge: int = 1
     # Zero: runners are not checked for being stuck (ADR 0023).
     runner_stuck_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
+    # How long a teardown waits for runners with a job before it reports them (ADR 0036).
+    teardown_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -256,6 +261,10 @@ def _drain_timeout(value: Any) -> datetime.timedelta:
     return parse_duration(_text(value), MAX_DRAIN_TIMEOUT)
 
 
+def _teardown_timeout(value: Any) -> datetime.timedelta:
+    return parse_duration(_text(value), MAX_TEARDOWN_TIMEOUT, zero=True)
+
+
 def _handover_grace(value: Any) -> datetime.timedelta:
     return parse_duration(_text(value), MAX_HANDOVER_GRACE)
 
@@ -307,6 +316,7 @@ _OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
     "reconcile-interval": ("reconcile_interval", _interval),
     "refresh-surge": ("refresh_surge", _refresh_surge),
     "runner-stuck-timeout": ("runner_stuck_timeout", _stuck_timeout),
+    "teardown-timeout": ("teardown_timeout", _teardown_timeout),
 }
 
 

@@ -49,6 +49,8 @@ from reconcile.garm_objects import reconcile_objects
 from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
 from reconcile.metrics_token import token_is_current
 from reconcile.provider_retention import retained_providers, retention_message
+from reconcile.restore_check import RestoreCheck, check_restore, unknown_check
+from reconcile.teardown import TeardownReport, teardown, teardown_pass
 from reconcile.upgrade import Step, progress_message, upgrade_step
 from relations import cos_agent, debug_ssh
 from relations.certificates import LOCAL_URL_HOST, Certificates
@@ -123,6 +125,8 @@ class GarmReconciler:
         self._lease_renewed = False
         # The last scale-set pass that completed in this hook, for the charm's metrics (ADR 0030).
         self.completed_pass: CompletedPass | None = None
+        # Set by the charm while the teardown action holds the scale sets down (ADR 0036).
+        self.teardown_since: datetime.datetime | None = None
 
     def stand_down(self, *, leader: bool = True) -> None:
         """First, whatever else fails: a unit that is not the leader must not keep GARM running.
@@ -251,7 +255,7 @@ class GarmReconciler:
             self._start(client, garm_config, backend)
             or self._bootstrap(client, state.config, creds, tls)
             or self._keep_metrics_token(client, creds)
-            or self._reconcile_objects(client, state.config, desired, garm_config)
+            or self._objects(client, state.config, desired, garm_config)
         )
         return charm_status.certificate_awaited(
             status,
@@ -505,6 +509,62 @@ class GarmReconciler:
         self._workload.write_metrics_token(token)
         logger.info("wrote a new metrics token for the scrape")
         return None
+
+    def tear_down(
+        self, config: CharmConfig, *, since: datetime.datetime, sleep: Callable[[float], None]
+    ) -> TeardownReport:
+        """Tear down the charm's scale sets, waiting until `since` + `teardown-timeout`.
+
+        Raises:
+            GarmError: GARM cannot be reached, is not set up, or refused the login.
+            WorkloadError: the admin credentials are not there yet.
+        """
+        creds = ensure_secrets(self._secrets)
+        if creds is None:
+            raise WorkloadError("GARM's admin credentials do not exist yet: nothing to tear down")
+        client = local_client(config, self._certificates.tls_files())
+        client.login(creds.admin_username, creds.admin_password)
+        return teardown(
+            client, deadline=since + config.teardown_timeout, clock=self._clock, sleep=sleep
+        )
+
+    def check_restore(
+        self, config: CharmConfig, known: frozenset[str], *, force: bool
+    ) -> RestoreCheck | str:
+        """The runners GARM runs now that a backup holding `known` lacks; or why not to go on.
+
+        GARM is asked before it is stopped. If it cannot answer, nothing can be named: the
+        restore is refused unless forced (then it goes on naming none).
+        """
+        creds = ensure_secrets(self._secrets)
+        if creds is None:
+            # Never bootstrapped here: GARM has run no runner this charm could name.
+            return check_restore([], known, force=force)
+        try:
+            client = local_client(config, self._certificates.tls_files())
+            client.login(creds.admin_username, creds.admin_password)
+            live = client.list_instances()
+        except GarmError as error:
+            logger.warning("restore: GARM's runners cannot be listed: %s", error)
+            refusal = unknown_check(error, force=force)
+            return refusal if refusal is not None else check_restore([], known, force=force)
+        return check_restore(live, known, force=force)
+
+    def _objects(
+        self,
+        client: GarmClient,
+        config: CharmConfig,
+        desired: DesiredState,
+        garm_config: GarmConfig,
+    ) -> ops.StatusBase:
+        """The scale-set pass; while torn down, one teardown pass instead (never waits)."""
+        if self.teardown_since is None:
+            return self._reconcile_objects(client, config, desired, garm_config)
+        try:
+            report = teardown_pass(client, now=self._clock())
+        except GarmError as error:
+            return charm_status.interrupted(error)
+        return charm_status.torn_down(report, self.teardown_since + config.teardown_timeout)
 
     def _reconcile_objects(
         self,

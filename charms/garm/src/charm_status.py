@@ -7,6 +7,7 @@ must do; Waiting says the charm goes on by itself at the next hook.
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Callable
 from typing import Final
@@ -18,6 +19,7 @@ from garm_api import GarmApiError, GarmError, GarmServerError, GarmUnreachable, 
 from reconcile.bootstrap import BootstrapError
 from reconcile.garm_objects import ObjectsOutcome
 from reconcile.maintenance import Maintenance
+from reconcile.teardown import TeardownReport
 from relations.database import DatabaseState, DatabaseStatus
 from relations.service_handover import Decision, Verdict
 from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
@@ -60,6 +62,14 @@ def install_failed(error: WorkloadError) -> ops.StatusBase:
 def paused(pause: Maintenance) -> ops.StatusBase:
     """The charm leaves GARM alone until `resume` (docs/adr/0024-maintenance-mode.md)."""
     return ops.MaintenanceStatus(pause.status_message())
+
+
+def torn_down(report: TeardownReport, deadline: datetime.datetime) -> ops.StatusBase:
+    """The teardown action holds the scale sets down (ADR 0036): what is left, what to do."""
+    message = report.status_message(deadline)
+    if report.problems:
+        return ops.WaitingStatus(f"teardown retried at the next hook: {report.problems[0]}")
+    return ops.ActiveStatus(message) if report.done else ops.MaintenanceStatus(message)
 
 
 def standing_by(database: DatabaseState) -> ops.StatusBase:

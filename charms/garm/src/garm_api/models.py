@@ -132,7 +132,8 @@ class Instance:
     """A runner instance as GARM reports it (garm-behaviour B17).
 
     `scale_set_id` is GARM's numeric scale-set id (0 for pool runners); `provider_fault` is the
-    decoded bytes of GARM's base64 field (empty when absent).
+    decoded bytes of GARM's base64 field (empty when absent). `job` names the job GARM records
+    for the runner (`owner/repo run <id>: <job name>`), "" when GARM records none.
     """
 
     id: str
@@ -147,6 +148,7 @@ class Instance:
     provider_fault: bytes
     created_at: datetime.datetime
     updated_at: datetime.datetime
+    job: str = ""
 
     @classmethod
     def from_wire(cls, data: JsonObject) -> Instance:
@@ -164,6 +166,7 @@ class Instance:
             provider_fault=_base64(data, "provider_fault"),
             created_at=_time(data, "created_at"),
             updated_at=_time(data, "updated_at"),
+            job=_job(data.get("job")),
         )
 
 
@@ -449,6 +452,20 @@ def _scaleset_entity(data: JsonObject) -> tuple[EntityKind, str, str]:
         if entity_id:
             return kind, entity_id, _str(data, f"{prefix}_name")
     raise WireFormatError(f"scale set {data.get('id')!r} names no repository or organization")
+
+
+def _job(value: Any) -> str:
+    """`owner/repo run <id>: <name>` of an instance's `job` object; "" when there is none."""
+    if value is None:
+        return ""
+    job = _json_object(value)
+    repository = "/".join(
+        part for part in (_str(job, "repository_owner"), _str(job, "repository_name")) if part
+    )
+    run = _int(job, "run_id")
+    where = " ".join(part for part in (repository, f"run {run}" if run else "") if part)
+    name = _str(job, "name")
+    return f"{where}: {name}" if where and name else where or name
 
 
 def _json_object(value: Any) -> JsonObject:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from workload import backup, migration, migration_record, service
+from workload import backup, backup_runners, migration, migration_record, service
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import (
     SYSTEM_USER,
@@ -270,6 +270,14 @@ class Workload:
             BackupError: no such backup, or it does not match its manifest.
         """
         return backup.read_backup(self.paths, name)
+
+    def backup_runners(self, manifest: backup.BackupManifest) -> frozenset[str]:
+        """The names of the runners the backup's database holds (read-only).
+
+        Raises:
+            BackupError: the copy cannot be read as GARM's database.
+        """
+        return backup_runners.known_runners(self.paths, manifest)
 
     def matching_backup(self, prefix: str) -> backup.BackupManifest | None:
         """A backup named `prefix` (or `prefix-<suffix>`) holding GARM's database as it is now."""

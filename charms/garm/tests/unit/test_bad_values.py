@@ -157,6 +157,7 @@ CONFIG_ROWS = (
     Bad("external-url", "http://0x7f.0.0.1", ("external-url", "DNS name or an IP")),
     Bad("external-url", "https://garm.example.com/%00", ("external-url", "control")),
     Bad("external-url", "https://garm.example.com:\u00b2", ("external-url", "port of 1-65535")),
+    Bad("teardown-timeout", "25h", ("teardown-timeout", "at most 24h")),
 )
 
 

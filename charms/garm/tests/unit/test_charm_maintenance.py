@@ -268,7 +268,12 @@ def test_restore_stops_swaps_starts_and_resumes(unit: Unit):
     assert calls.index("stop") < calls.index("restore_backup b1") < calls.index("apply")
     assert PAUSED_SINCE_KEY not in peers_of(out)
     assert out.unit_status == ops.ActiveStatus()
-    assert unit.ctx.action_results == {"restored": "b1", "status": "active: "}
+    assert unit.ctx.action_results == {
+        "restored": "b1",
+        "status": "active: ",
+        "unknown-runners": "[]",
+        "unknown-runners-busy": 0,
+    }
 
 
 def test_restore_under_an_operators_pause_leaves_garm_stopped(unit: Unit):

@@ -184,6 +184,22 @@ def test_instances_decode_provider_fault(httpserver: HTTPServer, client: GarmCli
     assert broken.provider_fault == b"quota exceeded"
 
 
+def test_a_busy_instance_names_its_job(httpserver: HTTPServer, client: GarmClient):
+    """Arrange: the recorded instance list, plus a runner with the `job` object GARM adds (B48).
+
+    Act: list all instances. Assert: its job reads `owner/repo run <id>: <name>`; none is "".
+    """
+    instances = json.loads(recording("31_6d_list_instances_min1")["raw_response"])
+    job = {"repository_owner": "acme", "repository_name": "app", "run_id": 4211, "name": "build"}
+    busy = dict(instances[0], name="garm-busy", id="0b0b", runner_status="active", job=job)
+    httpserver.expect_request("/api/v1/instances").respond_with_json([*instances, busy])
+
+    idle, active = client.list_instances()
+
+    assert idle.job == ""
+    assert active.job == "acme/app run 4211: build"
+
+
 def test_empty_instance_list(httpserver: HTTPServer, client: GarmClient):
     """Arrange: recorded `[]` for an unknown scale set (C: 200 []). Act: list. Assert: []."""
     serve(httpserver, "54_6f_instances_not_found", "GET", "/api/v1/scalesets/999999/instances")

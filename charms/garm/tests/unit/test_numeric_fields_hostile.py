@@ -59,6 +59,7 @@ TEXT_OPTIONS = (
     "handover-timeout",
     "reconcile-interval",
     "runner-stuck-timeout",
+    "teardown-timeout",
 )
 INT_OPTIONS = ("port", "refresh-surge")
 # Options that hold no number at all, with why.
