@@ -46,6 +46,9 @@ MAX_HOST_LENGTH: Final = 253
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 # More replacements at once than this is a second scale set, not a refresh.
 MAX_REFRESH_SURGE: Final = 50
+# A budget or a bound above these holds no fleet a cloud can run (ADR 0034).
+MAX_CHANGEOVER_SURGE: Final = 100_000
+MAX_WRITES_PER_PASS: Final = 10_000
 
 
 class InvalidConfigError(ValueError):
@@ -103,6 +106,10 @@ class CharmConfig:
     refresh_surge: int = 1
     # Zero: runners are not checked for being stuck (ADR 0023).
     runner_stuck_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
+    # Extra idle runners all changeovers in flight may hold; zero: no bound (ADR 0034).
+    changeover_surge: int = 40
+    # GARM writes per reconcile at most; zero: no bound (ADR 0034).
+    max_writes_per_pass: int = 50
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -231,6 +238,22 @@ def _refresh_surge(value: Any) -> int:
     return value
 
 
+def _changeover_surge(value: Any) -> int:
+    return _whole(value, MAX_CHANGEOVER_SURGE)
+
+
+def _max_writes(value: Any) -> int:
+    return _whole(value, MAX_WRITES_PER_PASS)
+
+
+def _whole(value: Any, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number")
+    if not 0 <= value <= maximum:
+        raise ValueError(f"must be 0 (no bound) to {maximum}")
+    return value
+
+
 def _log_level(value: Any) -> LogLevel:
     if value not in LOG_LEVELS:
         raise ValueError("must be 'debug', 'info', 'warn' or 'error'")
@@ -292,6 +315,8 @@ _OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
     "handover-timeout": ("handover_timeout", _up_to_a_week),
     "reconcile-interval": ("reconcile_interval", _interval),
     "refresh-surge": ("refresh_surge", _refresh_surge),
+    "changeover-surge": ("changeover_surge", _changeover_surge),
+    "max-writes-per-pass": ("max_writes_per_pass", _max_writes),
     "runner-stuck-timeout": ("runner_stuck_timeout", _stuck_timeout),
 }
 
