@@ -93,7 +93,8 @@ class SpecReport:
     # Names GitHub still holds a scale set of (create answered 409), so another name was used.
     leftovers: list[str] = dataclasses.field(default_factory=list[str])
     jobs_stopped: int = 0
-    # Rolling refresh (ADR 0022): whether one runs, and the live set's runners made before it.
+    # Rolling refresh (ADR 0022): whether one runs; the live set's runners made before it
+    # without a job (`outdated_runners`, those it replaces) and with one (`busy_...`).
     refreshing: bool = False
     outdated_runners: int = 0
     busy_outdated_runners: int = 0

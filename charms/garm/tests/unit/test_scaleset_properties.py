@@ -9,14 +9,14 @@ re-enabling it); every runner past its deadline forced off in that pass unless G
 something else; a refused read ends the pass before any write; a blocked spec's scale sets
 untouched; the report's request and write counts equal the calls GARM received; the Blocked text
 counts what it does not name; no pass sends more writes than its bound; a pass starts a changeover
-only within the surge budget, counted from GARM's state after it (ADR 0034). After every step: no delete GARM would refuse, no runner removed
-before the deadline counted from when GARM really disabled the set unless its job had ended and
-GitHub no longer listed it (GitHub answers the charm or not, at random), hand-made scale sets
-untouched. Once inputs settle and faults stop (GitHub accepts every label again, though it keeps
-the leftover scale sets of GARM's race, whose names the charm then avoids): within a bounded number
-of passes each valid spec has exactly one scale set, whose labels, min, max, flavor, image and
-extra specs are the spec's, no orphan is left, a blocked spec does not excuse the others, and a
-further pass sends GARM no write.
+only within the surge budget, counted from GARM's state after it (ADR 0034). After every step: no
+delete GARM would refuse, no runner removed before the deadline counted from when GARM really
+disabled the set unless its job had ended and GitHub no longer listed it (GitHub answers the charm
+or not, at random), hand-made scale sets untouched. Once inputs settle and faults stop (GitHub
+accepts every label again, though it keeps the leftover scale sets of GARM's race, whose names the
+charm then avoids): within a bounded number of passes each valid spec has exactly one scale set,
+whose labels, min, max, flavor, image and extra specs are the spec's, no orphan is left, a blocked
+spec does not excuse the others, and a further pass sends GARM no write.
 
 Traffic reaches the corners through composite rules, and the run fails if any corner is reached in
 fewer than `MIN_SHARE` of the examples (`CORNERS`; counts printed at the end, with `-s`). Measured
