@@ -213,9 +213,10 @@ def _tick() -> list[str]:
 
 def _run(command: list[str]) -> str:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{SRC}:{LIB}"}
-    return subprocess.run(
-        command, cwd=SRC, env=env, capture_output=True, text=True, check=True
-    ).stdout
+    done = subprocess.run(command, cwd=SRC, env=env, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the measured process failed: {done.stderr[-2000:]}")
+    return done.stdout
 
 
 def _cpu(command: list[str]) -> float:
