@@ -190,3 +190,31 @@ def test_a_pass_makes_no_more_writes_than_its_bound_and_the_rest_follows():
     # A second create and its marker would make 4: it waits, and so does everything after it.
     assert per_pass[0] == ["create_scaleset", "update_scaleset"]
     assert report.deferred_writes == 0
+
+
+def test_a_bounded_pass_creates_before_it_retires_and_retires_before_it_deletes():
+    """Arrange: 'a' relabelled and ready to hand over; then 'b' relabelled; at most 2 writes.
+
+    Act: one pass. Assert: GARM saw 'b''s create and its marker only; 'a''s old set still
+    serves, and the next pass retires it.
+    """
+    garm = MemoryGarm()
+    converged_fleet(garm, ("a", "b"))
+    settings = budgeted(0, writes=2)
+    a_new = make_spec("a", NEW, min_idle_runners=2)
+    run(garm, [a_new, *fleet(OLD, ("b",))], settings=settings)
+    garm.advance(61)
+    garm.advance(1)
+    specs = fleet(NEW, ("a", "b"))
+    start = len(garm.log)
+
+    report = run(garm, specs, settings=settings)
+
+    writes = [c for c in garm.log[start:] if c.operation in WRITE_OPERATIONS]
+    assert [c.operation for c in writes] == ["create_scaleset", "update_scaleset"]
+    assert writes[0].args[2].name == live_name(make_spec("b", NEW))
+    assert garm.by_name(live_name(make_spec("a", OLD))).enabled
+    assert report.deferred_writes == 1
+    garm.advance(1)
+    run(garm, specs, settings=settings)
+    assert not garm.by_name(live_name(make_spec("a", OLD))).enabled
