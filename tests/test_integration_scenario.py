@@ -18,7 +18,9 @@ HISTORY = [
     Status("active", "'small': creating"),
     Status("active", ""),
     Status("active", CHANGING + "starting new scale set"),
-    Status("active", CHANGING + "handing over (waiting for a runner of the new set until 16:16)"),
+    Status(
+        "active", CHANGING + "handing over (waiting for an idle runner of the new set until 16:16)"
+    ),
     Status("active", CHANGING + "handing over"),
     Status("active", CHANGING + "draining 1 runner (deadline 16:16 UTC)"),
     Status("active", ""),

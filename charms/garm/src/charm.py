@@ -369,6 +369,7 @@ class GarmCharm(ops.CharmBase):
                 "count": len(listing.scalesets),
                 "scalesets": json.dumps(listing.scalesets),
                 "changeovers": json.dumps(listing.changeovers),
+                "surge": json.dumps(listing.surge),
             }
         )
 

@@ -55,6 +55,9 @@ _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*", re.ASCII)
 # More replacements at once than this is a second scale set, not a refresh.
 MAX_REFRESH_SURGE: Final = 50
+# A budget or a bound above these holds no fleet a cloud can run (ADR 0038).
+MAX_CHANGEOVER_SURGE: Final = 100_000
+MAX_WRITES_PER_PASS: Final = 10_000
 
 
 class InvalidConfigError(ValueError):
@@ -89,6 +92,10 @@ class CharmConfig:
     runner_stuck_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
     # How long a teardown waits for runners with a job before it reports them (ADR 0036).
     teardown_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
+    # Extra idle runners all changeovers in flight may hold; zero: no bound (ADR 0038).
+    changeover_surge: int = 40
+    # GARM writes per reconcile at most; zero: no bound (ADR 0038).
+    max_writes_per_pass: int = 50
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -246,6 +253,22 @@ def _refresh_surge(value: Any) -> int:
     return value
 
 
+def _changeover_surge(value: Any) -> int:
+    return _whole(value, MAX_CHANGEOVER_SURGE)
+
+
+def _max_writes(value: Any) -> int:
+    return _whole(value, MAX_WRITES_PER_PASS)
+
+
+def _whole(value: Any, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number")
+    if not 0 <= value <= maximum:
+        raise ValueError(f"must be 0 (no bound) to {maximum}")
+    return value
+
+
 def _log_level(value: Any) -> LogLevel:
     if value not in LOG_LEVELS:
         raise ValueError("must be 'debug', 'info', 'warn' or 'error'")
@@ -315,6 +338,8 @@ _OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
     "handover-timeout": ("handover_timeout", _up_to_a_week),
     "reconcile-interval": ("reconcile_interval", _interval),
     "refresh-surge": ("refresh_surge", _refresh_surge),
+    "changeover-surge": ("changeover_surge", _changeover_surge),
+    "max-writes-per-pass": ("max_writes_per_pass", _max_writes),
     "runner-stuck-timeout": ("runner_stuck_timeout", _stuck_timeout),
     "teardown-timeout": ("teardown_timeout", _teardown_timeout),
 }

@@ -689,6 +689,8 @@ def reconcile_settings(config: CharmConfig) -> ReconcileSettings:
         handover_timeout=config.handover_timeout,
         refresh_surge=config.refresh_surge,
         runner_stuck_timeout=config.runner_stuck_timeout or None,
+        changeover_surge=config.changeover_surge,
+        max_writes=config.max_writes_per_pass,
     )
 
 

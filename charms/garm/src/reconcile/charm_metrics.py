@@ -37,6 +37,8 @@ STUCK_REMOVED: Final = f"{PREFIX}scaleset_stuck_runners_removed_total"
 STUCK_KEPT: Final = f"{PREFIX}scaleset_stuck_runners_kept"
 MIN_IDLE: Final = f"{PREFIX}scaleset_min_idle_runners"
 MISSING_AT_GITHUB: Final = f"{PREFIX}scaleset_missing_at_github"
+QUEUE_POSITION: Final = f"{PREFIX}scaleset_queue_position"
+QUEUED: Final = f"{PREFIX}changeovers_queued"
 
 # Every metric the charm exports: (name, type, help). Rules and dashboards may use these.
 METRICS: Final[tuple[tuple[str, str, str], ...]] = (
@@ -49,6 +51,8 @@ METRICS: Final[tuple[tuple[str, str, str], ...]] = (
     (STUCK_KEPT, "gauge", "Stuck runners GARM keeps although the charm asked to remove them."),
     (MIN_IDLE, "gauge", "Min idle runners in force; window: the schedule window in force."),
     (MISSING_AT_GITHUB, "gauge", "1 when GitHub no longer has the live scale set."),
+    (QUEUE_POSITION, "gauge", "Place of its changeover in the surge budget's queue; 0: none."),
+    (QUEUED, "gauge", "Changeovers waiting for the surge budget (changeover-surge)."),
 )
 METRIC_NAMES: Final = frozenset(name for name, _, _ in METRICS)
 
@@ -69,6 +73,8 @@ class ScalesetFacts:
         window: the schedule window that set it ("default" outside every window, "" without a
             schedule).
         missing_at_github: whether GitHub no longer has the live scale set (ADR 0029).
+        queue_position: its changeover's place in the surge budget's queue, 0 when it is not
+            queued (ADR 0038).
     """
 
     scaleset: str
@@ -81,6 +87,7 @@ class ScalesetFacts:
     min_idle: int = 0
     window: str = ""
     missing_at_github: bool = False
+    queue_position: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -173,7 +180,8 @@ def _facts(spec: ScalesetSpec, found: SpecReport | None, removed_before: int) ->
     return ScalesetFacts(
         scaleset=spec.name,
         application=spec.application,
-        outdated=found.outdated_runners,
+        # The report counts the outdated runners without a job and the busy ones apart.
+        outdated=found.outdated_runners + found.busy_outdated_runners,
         busy_outdated=found.busy_outdated_runners,
         refreshing=found.refreshing,
         stuck_removed=removed_before + found.stuck_removed,
@@ -181,6 +189,7 @@ def _facts(spec: ScalesetSpec, found: SpecReport | None, removed_before: int) ->
         min_idle=spec.min_idle_runners,
         window=spec.min_idle_window,
         missing_at_github=found.missing_at_github,
+        queue_position=found.queue_position or 0,
     )
 
 
@@ -211,6 +220,10 @@ def _samples(
         if state.last_reconcile is not None:
             yield {}, _number(state.last_reconcile)
         return
+    if name == QUEUED:
+        if state.last_reconcile is not None:
+            yield {}, _number(sum(1 for facts in state.scalesets if facts.queue_position))
+        return
     for facts in state.scalesets:
         labels = {"scaleset": facts.scaleset, "application": facts.application}
         if name == MIN_IDLE:
@@ -227,6 +240,7 @@ def _value(name: str, facts: ScalesetFacts) -> int:
         STUCK_KEPT: facts.stuck_kept,
         MIN_IDLE: facts.min_idle,
         MISSING_AT_GITHUB: int(facts.missing_at_github),
+        QUEUE_POSITION: facts.queue_position,
     }
     return values[name]
 

@@ -175,6 +175,8 @@ class ScalesetListing:
 
     scalesets: list[dict[str, Any]]
     changeovers: list[dict[str, Any]]
+    # The surge budget (ADR 0038): its size, what is held, how many are in flight and queued.
+    surge: dict[str, int] = dataclasses.field(default_factory=dict[str, int])
 
 
 def list_scalesets(
@@ -185,6 +187,9 @@ def list_scalesets(
     settings: ReconcileSettings,
 ) -> ScalesetListing:
     """List every scale set with its runners, and what the next pass would do (read-only).
+
+    A changeover the surge budget keeps waiting has phase `queued` and its `queue-position`
+    (1: next to start); `surge` sums the budget up (ADR 0038).
 
     Each changeover shows its drain deadline as an absolute UTC time and every generation of
     the spec (the live one first): labels, phase, enabled, runners idle and busy. Each row
@@ -226,7 +231,13 @@ def list_scalesets(
         }
         for orphan in report.orphans
     ]
-    return ScalesetListing(rows, changeovers)
+    surge = {
+        "budget": settings.changeover_surge,
+        "held": report.surge_held,
+        "in-flight": report.in_flight,
+        "queued": report.queued,
+    }
+    return ScalesetListing(rows, changeovers, surge)
 
 
 def _owner(scaleset: ScaleSet) -> dict[str, str | None]:
@@ -259,6 +270,7 @@ def _changeover(
         "scaleset": spec.logical,
         "phase": spec.phase.value,
         "live-name": spec.live_name,
+        "queue-position": spec.queue_position,
         "seconds-left": spec.seconds_left,
         "deadline": _utc(spec.deadline),
         "serves-in": spec.serves_in,

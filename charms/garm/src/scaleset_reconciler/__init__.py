@@ -3,10 +3,10 @@
 The package, one job per module, from the bottom up: `spec` (what a configurator asks for),
 `naming` (live names and families), `marker` (the ownership marker and drain clock in GARM's
 `extended_state`), `runners` (GARM's runner states), `report` (what a pass did and the `juju
-status` text), `ownership`, `refresh`, `refresh_request` and `stuck` (who may claim a scale set,
-rolling refresh, its request, stuck runners), `plan` (the pure changeover planner) and
-`executor` (one pass: observe GARM, plan, execute). Nothing here imports ops. The changeover is
-explained in docs/explanation/scaleset-changeover.md.
+status` text), `ownership`, `refresh`, `refresh_request`, `stuck` and `surge` (who may claim a
+scale set, rolling refresh, its request, stuck runners, the surge budget's queue), `plan` (the pure
+changeover planner) and `executor` (one pass: observe GARM, plan, execute). Nothing here imports
+ops. The changeover is explained in docs/explanation/scaleset-changeover.md.
 """
 
 from scaleset_reconciler.executor import (

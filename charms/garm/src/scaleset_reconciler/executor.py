@@ -224,7 +224,8 @@ class _Passes:
             settings=self.settings,
             sweep_orphans=self.sweep_orphans,
         )
-        executor = _Executor(self.api, the_plan, self.now)
+        limit = self.settings.max_writes or None
+        executor = _Executor(self.api, the_plan, self.now, limit)
         executor.run()
         report = the_plan.report
         report.provider_scalesets = _per_provider(executor.held_after(listed))
@@ -329,10 +330,18 @@ def _observe(api: ScalesetApi, wanted: Needs) -> Observed:
 
 
 class _Executor:
-    """Runs a plan's actions in order; one owner's refusal skips only that owner's rest."""
+    """Runs a plan's actions in order; one owner's refusal skips only that owner's rest.
 
-    def __init__(self, api: ScalesetApi, the_plan: Plan, now: datetime.datetime) -> None:
+    With `limit`, the writes of the whole reconcile stay within it: an action runs only if what
+    it may write fits (a create and its marker: 2; a delete and the record of a kept one: 2;
+    else 1), and once one does not fit, it and every later action wait for the next pass.
+    """
+
+    def __init__(
+        self, api: _CountingApi, the_plan: Plan, now: datetime.datetime, limit: int | None = None
+    ) -> None:
         self._api = api
+        self._limit = limit
         self._now = now
         self._actions = the_plan.actions
         self._report = the_plan.report
@@ -347,9 +356,17 @@ class _Executor:
 
     def run(self) -> None:
         """Execute every action, then confirm the deletes by listing again."""
-        for action in self._actions:
+        for index, action in enumerate(self._actions):
             if action.owner in self._failed:
                 continue
+            if not self._room(_WRITES_AT_MOST.get(type(action), 1)):
+                self._report.deferred_writes = len(self._actions) - index
+                logger.info(
+                    "scale sets: %d actions wait for the next pass (max %d writes per pass)",
+                    len(self._actions) - index,
+                    self._limit or 0,
+                )
+                break
             try:
                 self._execute(action)
             except (GarmApiError, InvalidRequest) as error:
@@ -358,6 +375,11 @@ class _Executor:
                 self._fail(action.owner, f"{_describe(action)}: {error}", _failure(action, error))
         if self._deleted:
             self._confirm_deletes()
+
+    def _room(self, writes: int) -> bool:
+        """Whether `writes` more fit, with a record of each delete sent so far GARM may keep."""
+        planned = self._api.writes + len(self._deleted) + writes
+        return self._limit is None or planned <= self._limit
 
     def held_after(self, listed: list[ScaleSet]) -> list[ScaleSet]:
         """The scale sets GARM holds after `run`, given what the pass listed before it."""
@@ -424,7 +446,8 @@ class _Executor:
                     action.entity_kind, action.entity_id, dataclasses.replace(params, name=name)
                 )
             except GarmApiError as error:
-                if index + 1 == len(names) or not _still_at_github(error):
+                last = index + 1 == len(names) or not self._room(2)
+                if last or not _still_at_github(error):
                     raise
                 self._leftover(action.owner, name, names[index + 1][0])
                 continue
@@ -556,6 +579,9 @@ def _failure(
     verb = call or _VERBS[type(action)]
     return Failure(_owner_name(action), verb, status, retry=status is not None and status >= 500)
 
+
+# What one action may write: a create and its marker, a delete and the record of a kept one.
+_WRITES_AT_MOST: dict[type, int] = {CreateAction: 2, DeleteAction: 2}
 
 _VERBS: dict[type, str] = {
     CreateAction: "create",

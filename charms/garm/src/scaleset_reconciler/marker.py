@@ -28,6 +28,8 @@ list responses (garm-behaviour B16). The charm writes a small JSON object there:
 - `refresh-from` (while a rolling refresh runs, ADR 0022): runners GARM made before this moment
   are outdated. GARM gives every scale-set runner generation 0 (garm-behaviour, "Runners carry
   no generation"), so the charm keeps the moment of the change itself.
+- `queued-at` (on a serving scale set whose replacement waits for the surge budget, ADR 0038):
+  when the charm first saw the change it queued; the queue is served oldest first.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Marker:
     attempt: int = 0
     refresh_from: datetime.datetime | None = None
     generation: str = ""
+    queued_at: datetime.datetime | None = None
 
     @property
     def retired(self) -> bool:
@@ -88,6 +91,8 @@ class Marker:
             body["generation"] = self.generation
         if self.refresh_from is not None:
             body["refresh-from"] = _format_time(self.refresh_from)
+        if self.queued_at is not None:
+            body["queued-at"] = _format_time(self.queued_at)
         return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
@@ -118,6 +123,7 @@ def parse_marker(extended_state: str) -> Marker | None:
         attempt=_count(fields.get("attempt")),
         refresh_from=_parse_time(fields.get("refresh-from")),
         generation=generation if isinstance(generation, str) else "",
+        queued_at=_parse_time(fields.get("queued-at")),
     )
 
 

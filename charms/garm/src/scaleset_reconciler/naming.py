@@ -29,6 +29,7 @@ generation's own is skipped for the next attempt (`plan`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -67,8 +68,12 @@ def live_name(spec: ScalesetSpec, budget: int = NAME_BUDGET, attempt: int = 0) -
     )
 
 
+@functools.lru_cache(maxsize=8192)
 def name_for(logical: str, generation: str, *, budget: int = NAME_BUDGET, attempt: int = 0) -> str:
-    """Return the live name of a logical name's generation (`generation_key`) at `attempt`."""
+    """Return the live name of a logical name's generation (`generation_key`) at `attempt`.
+
+    Pure and asked several times per spec and pass: remembered (a hook is one process).
+    """
     identity: dict[str, object] = {"generation": generation, "logical": logical}
     if attempt:
         identity["attempt"] = attempt
@@ -81,6 +86,13 @@ def generation_key(
     labels: Iterable[str], provider_name: str, entity_kind: EntityKind, entity_name: str
 ) -> str:
     """Return 16 hex characters of sha256 over what GARM cannot change in place, normalised."""
+    return _generation_key(tuple(labels), provider_name, entity_kind, entity_name)
+
+
+@functools.lru_cache(maxsize=8192)
+def _generation_key(
+    labels: tuple[str, ...], provider_name: str, entity_kind: EntityKind, entity_name: str
+) -> str:
     generation = {
         "entity": f"{entity_kind.value}:{entity_name.strip().lower()}",
         "labels": sorted(normalise_labels(labels)),

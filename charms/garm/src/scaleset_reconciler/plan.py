@@ -50,9 +50,10 @@ from scaleset_reconciler.report import (
     cut,
     short_name,
 )
-from scaleset_reconciler.runners import REMOVABLE, is_busy, is_online
+from scaleset_reconciler.runners import REMOVABLE, idle_capacity, is_busy, is_online
 from scaleset_reconciler.spec import ScalesetSpec
 from scaleset_reconciler.stuck import StuckStep, plan_stuck
+from scaleset_reconciler.surge import UNLIMITED, Admission, Candidate, admit
 
 DEFAULT_RUNNER_GROUP = "Default"
 MAX_LABEL_RETRY = datetime.timedelta(hours=4)
@@ -91,6 +92,11 @@ class ReconcileSettings:
         runner_stuck_timeout: how long a live scale set's runner may stay in a state that is
             not final before it is removed (ADR 0023); None: runners are not checked (and a
             converged pass lists no instances).
+        changeover_surge: the surge budget, extra idle runners all changeovers in flight may
+            hold together; the others wait in a queue (`surge`, ADR 0038). 0: no bound.
+        max_writes: GARM writes one reconcile makes at most, creates first, then retirements
+            and updates, then deletes and runner removals; the rest waits for the next
+            (ADR 0038). 0: no bound.
     """
 
     handover_grace: datetime.timedelta = datetime.timedelta(seconds=60)
@@ -100,6 +106,8 @@ class ReconcileSettings:
     name_budget: int = NAME_BUDGET
     refresh_surge: int = DEFAULT_SURGE
     runner_stuck_timeout: datetime.timedelta | None = None
+    changeover_surge: int = UNLIMITED
+    max_writes: int = 0
 
 
 # Actions --------------------------------------------------------------------------------------
@@ -632,6 +640,8 @@ class _Context:
     sweep_orphans: bool = False
     # Every name GARM shows, and those this pass's creates take: a create never reuses one.
     taken: set[str] = dataclasses.field(default_factory=set[str])
+    # Changeovers the surge budget keeps waiting: logical name -> place in the queue.
+    queued: Mapping[str, int] = dataclasses.field(default_factory=dict[str, int])
 
 
 def plan(
@@ -643,9 +653,16 @@ def plan(
     settings: ReconcileSettings,
     sweep_orphans: bool,
 ) -> Plan:
-    """Decide every action of the pass from the specs and what GARM shows."""
+    """Decide every action of the pass from the specs and what GARM shows.
+
+    The actions come creates first, then updates (retirements among them), then deletes and
+    runner removals: a pass bounded in writes (`max_writes`) leaves the rest to the next.
+    """
     context = _Context(now, settings, observed, sweep_orphans, set(grouping.taken))
+    admission = admit_changeovers(prepared, grouping, context)
+    context = dataclasses.replace(context, queued=admission.queued)
     report = ReconcileReport(warnings=list(prepared.warnings))
+    report.surge_held, report.in_flight = admission.held, admission.in_flight
     actions: list[Action] = []
     for entry in prepared.entries:
         spec_report, spec_actions = plan_spec(entry, grouping.families[entry.spec.name], context)
@@ -660,7 +677,61 @@ def plan(
     else:
         report.orphans_kept = [orphan.scaleset.name for orphan in grouping.orphans]
     report.orphans_kept += [member.scaleset.name for member in grouping.kept]
-    return Plan(actions, report)
+    return Plan(order_writes(actions), report)
+
+
+def order_writes(actions: Iterable[Action]) -> list[Action]:
+    """Creates first, then updates, then deletes and runner removals; else in plan order.
+
+    A create is what waits on GitHub longest and what a queued changeover starts with; the
+    retirements that free the surge budget come next.
+    """
+    return sorted(actions, key=lambda action: _WRITE_RANKS[type(action)])
+
+
+_WRITE_RANKS: dict[type, int] = {
+    CreateAction: 0,
+    UpdateAction: 1,
+    DeleteAction: 2,
+    ForceRemoveAction: 2,
+    RefreshRemoveAction: 2,
+    StuckRemoveAction: 2,
+}
+
+
+def admit_changeovers(prepared: Prepared, grouping: Grouping, context: _Context) -> Admission:
+    """Which changeovers start this pass within the surge budget, and the queue of the rest.
+
+    A changeover waits to start while a predecessor serves and the live scale set does not (it
+    is not created yet, or is retired and would be re-enabled); it is in flight while both
+    serve; once handed over it holds what its retired predecessors still keep idle.
+    """
+    held: dict[str, int] = {}
+    candidates: list[Candidate] = []
+    for entry in prepared.entries:
+        family = grouping.families[entry.spec.name]
+        if family.held and not context.sweep_orphans:
+            continue
+        serving = [m for m in family.predecessors if _serves(m)]
+        members = [*family.predecessors, *([family.live] if family.live else [])]
+        # Runners of retired scale sets without a job: GARM removes them soon.
+        left = sum(
+            1
+            for member in members
+            if not _serves(member)
+            for runner in context.observed.runners(member.scaleset.id)
+            if not is_busy(runner)
+        )
+        cost = max(1, entry.spec.min_idle_runners)
+        starting = family.live is None or not _serves(family.live)
+        if serving and starting:
+            stamps = [m.marker.queued_at for m in serving if m.marker and m.marker.queued_at]
+            candidates.append(Candidate(entry.spec.name, cost, min(stamps, default=None)))
+        holding = (cost if serving and not starting else 0) + left
+        if holding:
+            held[entry.spec.name] = holding
+    budget = context.settings.changeover_surge
+    return admit(held, candidates, budget=budget, now=context.now)
 
 
 def plan_spec(
@@ -680,6 +751,8 @@ def plan_spec(
     report.labels_changing = any(
         m.scaleset.normalised_labels != wanted for m in family.predecessors
     )
+    if spec.name in context.queued:
+        return _plan_queued(entry, family, context, report)
     if family.live is None:
         return _plan_create(entry, family, context, report)
     actions: list[Action] = []
@@ -716,6 +789,42 @@ def plan_spec(
         actions.extend(retire_actions)
     _summarise(report, ready and not report.missing_at_github)
     _report_stuck(report, stuck)
+    return report, actions
+
+
+def _plan_queued(
+    entry: SpecEntry, family: Family, context: _Context, report: SpecReport
+) -> tuple[SpecReport, list[Action]]:
+    """A changeover the surge budget keeps waiting: its predecessors serve (or drain) on.
+
+    The first time, the serving predecessor is stamped with when the change was queued, so the
+    queue keeps its order over passes and restarts (`surge`). A retired live scale set (a
+    change back, which would re-enable it) drains meanwhile as any retired one does.
+    """
+    spec = entry.spec
+    actions: list[Action] = []
+    retired_live = [family.live] if family.live is not None else []
+    for member in [*family.predecessors, *retired_live]:
+        predecessor, retire_actions = plan_retirement(
+            spec.name, member, False, context, application=spec.application
+        )
+        report.predecessors.append(predecessor)
+        actions.extend(retire_actions)
+    serving = [m for m in family.predecessors if _serves(m)]
+    if not any(m.marker is not None and m.marker.queued_at for m in serving):
+        first = serving[0]
+        base = first.marker or Marker(
+            logical=spec.name,
+            attempt=first.attempt,
+            application=spec.application,
+            generation=first.generation,
+        )
+        stamped = dataclasses.replace(base, queued_at=context.now)
+        update = ScaleSetUpdate(extended_state=stamped.render())
+        actions.append(UpdateAction(spec.name, first.scaleset.id, first.scaleset.name, update))
+    _summarise(report, ready=False)
+    report.phase = Phase.QUEUED
+    report.queue_position = context.queued[spec.name]
     return report, actions
 
 
@@ -998,23 +1107,23 @@ def _has_capacity(
     live = family.live
     if live is None or not awaits_capacity(spec, family):
         return True
-    if _any_online(live, context):
+    if _takes_next_job(spec, live, context):
         return True
     since = _serving_since(live)
     give_up = since + context.settings.handover_timeout
     if context.now < give_up:
         report.awaiting_runner_until = give_up
-        report.message = f"waiting for a runner of {live.scaleset.name!r} to come online"
+        report.message = f"waiting for an idle runner of {live.scaleset.name!r} to come online"
         return False
     minutes = int(context.settings.handover_timeout.total_seconds() // 60)
     report.phase = Phase.BLOCKED
     report.message = (
-        f"no runner of the new scale set {live.scaleset.name!r} came online within "
+        f"no idle runner of the new scale set {live.scaleset.name!r} came online within "
         f"{minutes} min; the old scale set keeps serving: check the new set's image, flavor "
-        "and provider (GARM's log); the hand-over goes on by itself once a runner is online"
+        "and provider (GARM's log); the hand-over goes on by itself once a runner is idle"
     )
     report.status = (
-        f"no runner of new set {short_name(live.scaleset.name)} online after {minutes} min; "
+        f"no idle runner of new set {short_name(live.scaleset.name)} after {minutes} min; "
         "check image/flavor"
     )
     report.errors.append(report.message)
@@ -1081,7 +1190,7 @@ def _redundant_attempt(
         return False
     if not _serves(live) or context.now < _serves_at(live, context):
         return False
-    return spec.min_idle_runners == 0 or _any_online(live, context)
+    return spec.min_idle_runners == 0 or _takes_next_job(spec, live, context)
 
 
 def _serves_at(live: Member, context: _Context) -> datetime.datetime:
@@ -1089,8 +1198,16 @@ def _serves_at(live: Member, context: _Context) -> datetime.datetime:
     return _serving_since(live) + context.settings.handover_grace
 
 
-def _any_online(live: Member, context: _Context) -> bool:
-    return any(is_online(runner) for runner in context.observed.runners(live.scaleset.id))
+def _takes_next_job(spec: ScalesetSpec, live: Member, context: _Context) -> bool:
+    """Whether the live scale set can take the next job: a runner online and idle (ADR 0038).
+
+    Or every runner it may have is online with a job: it demonstrably serves, and waiting for
+    one of them to be idle could wait as long as the jobs run.
+    """
+    runners = context.observed.runners(live.scaleset.id)
+    if idle_capacity(runners):
+        return True
+    return sum(1 for runner in runners if is_online(runner)) >= max(1, spec.max_runners)
 
 
 def _serving_since(live: Member) -> datetime.datetime:

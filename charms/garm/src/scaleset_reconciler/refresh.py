@@ -23,7 +23,7 @@ import datetime
 from collections.abc import Iterable, Sequence
 
 from garm_api.models import Instance
-from scaleset_reconciler.runners import is_booting, is_busy, is_idle
+from scaleset_reconciler.runners import idle_capacity, is_booting, is_busy, is_idle
 
 # Update fields whose change reaches only runners GARM makes afterwards. The template is named
 # only by id in GARM's lists, so a change of it shows as `extra_specs` (the marker's hash).
@@ -85,7 +85,7 @@ def plan_step(
         return RefreshStep(None, 0, len(busy))
     removable = sorted((r for r in waiting if is_idle(r)), key=lambda r: (r.created_at, r.name))
     booting = sum(1 for r in runners if r.created_at >= refresh_from and is_booting(r))
-    idle = sum(1 for r in runners if is_idle(r))
+    idle = idle_capacity(runners)
     room = min(surge - booting, idle - min_idle, len(removable)) if serving else 0
     names = tuple(r.name for r in removable[: max(0, room)])
     return RefreshStep(refresh_from, len(waiting), len(busy), names)

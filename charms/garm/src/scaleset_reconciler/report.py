@@ -26,6 +26,8 @@ class Phase(enum.StrEnum):
     DELETING = "deleting"
     # Idle runners made before an in-place change are being replaced (ADR 0022).
     REFRESHING = "refreshing"
+    # The changeover waits for the surge budget; its old scale set serves on (ADR 0038).
+    QUEUED = "queued"
     ACTIVE = "active"
     BLOCKED = "blocked"
     SKIPPED = "skipped"
@@ -47,6 +49,7 @@ CHANGEOVER_PHASES = frozenset(
         Phase.FORCING,
         Phase.DELETING,
         Phase.REFRESHING,
+        Phase.QUEUED,
     }
 )
 
@@ -90,7 +93,8 @@ class SpecReport:
     # Names GitHub still holds a scale set of (create answered 409), so another name was used.
     leftovers: list[str] = dataclasses.field(default_factory=list[str])
     jobs_stopped: int = 0
-    # Rolling refresh (ADR 0022): whether one runs, and the live set's runners made before it.
+    # Rolling refresh (ADR 0022): whether one runs; the live set's runners made before it
+    # without a job (`outdated_runners`, those it replaces) and with one (`busy_...`).
     refreshing: bool = False
     outdated_runners: int = 0
     busy_outdated_runners: int = 0
@@ -99,6 +103,8 @@ class SpecReport:
     stuck_unremovable: int = 0
     # GitHub answered that it no longer has the live scale set (ADR 0029): a new attempt is made.
     missing_at_github: bool = False
+    # Its place in the queue of changeovers waiting for the surge budget (1: next; ADR 0038).
+    queue_position: int | None = None
     message: str = ""
     # The Blocked text for `juju status` when `message` is too long for it.
     status: str = ""
@@ -155,6 +161,16 @@ class ReconcileReport:
     # Every scale set GARM holds after the pass (hand-made ones too), counted per provider name:
     # a removed configurator's provider stays until no scale set uses it.
     provider_scalesets: dict[str, int] = dataclasses.field(default_factory=dict[str, int])
+    # The surge budget (ADR 0038): extra runners the changeovers in flight hold, how many those
+    # are, and the writes the pass's bound left to the next pass.
+    surge_held: int = 0
+    in_flight: int = 0
+    deferred_writes: int = 0
+
+    @property
+    def queued(self) -> int:
+        """How many changeovers wait for the surge budget."""
+        return sum(1 for spec in self.specs if spec.phase is Phase.QUEUED)
 
     @property
     def converged(self) -> bool:
@@ -189,7 +205,10 @@ def status_message(report: ReconcileReport, limit: int = 2) -> str:
     entry. Force-removed runners are named with their jobs, since those jobs are stopped.
     Refusals are not here: they are never shown under Active (`refused_message`).
     """
-    entries = [_changeover_text(spec) for spec in report.specs if spec.phase in CHANGEOVER_PHASES]
+    changing = [spec for spec in report.specs if spec.phase in CHANGEOVER_PHASES]
+    if report.queued:
+        return _fleet_text(changing, report.orphans)
+    entries = [_changeover_text(spec) for spec in changing]
     if report.orphans:
         entries.append(_orphans_text(report.orphans))
     return fit(entries, ", ", most=limit)
@@ -280,6 +299,20 @@ def short_name(name: str) -> str:
     return repr(f"{name[:head]}...{name[-(NAME_LIMIT - 3 - head) :]}")
 
 
+def _fleet_text(changing: Sequence[SpecReport], orphans: list[PredecessorReport]) -> str:
+    """`'small' and 97 more changing: 3 in flight, 94 queued`: a fleet-wide change in one line.
+
+    The spec named is the first in flight (else the first queued); list-scalesets has them all.
+    """
+    queued = [spec for spec in changing if spec.phase is Phase.QUEUED]
+    flying = [spec for spec in changing if spec.phase is not Phase.QUEUED]
+    first = (flying or queued)[0]
+    name = short_name(first.logical)
+    head = f"{name} and {len(changing) - 1} more changing" if len(changing) > 1 else name
+    text = f"{head}: {len(flying)} in flight, {len(queued)} queued"
+    return fit([text, _orphans_text(orphans) if orphans else ""], ", ")
+
+
 def _changeover_text(spec: SpecReport) -> str:
     name = short_name(spec.logical)
     if not spec.predecessors:
@@ -321,7 +354,7 @@ def _creating_text(spec: SpecReport) -> str:
         return f"handing over (new set serves in {_duration(spec.serves_in)})"
     if spec.awaiting_runner_until is not None:
         until = clock_time(spec.awaiting_runner_until)
-        return f"handing over (waiting for a runner of the new set until {until})"
+        return f"handing over (waiting for an idle runner of the new set until {until})"
     return "starting new scale set" if spec.predecessors else "creating"
 
 

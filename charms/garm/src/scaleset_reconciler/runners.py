@@ -8,6 +8,8 @@ they ask them here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from garm_api.models import Instance
 
 # Instance states of a runner still being made (garm-behaviour B17).
@@ -24,6 +26,15 @@ REMOVABLE = frozenset({"running", "error", "pending_delete", "pending_force_dele
 def is_idle(runner: Instance) -> bool:
     """Whether the runner is up, registered at GitHub and waiting for a job."""
     return runner.status == "running" and runner.runner_status == "idle"
+
+
+def idle_capacity(runners: Iterable[Instance]) -> int:
+    """How many runners can take the next job: up, registered at GitHub and idle.
+
+    The one notion of capacity the surge budget, the hand-over gate and the rolling refresh's
+    "never below min idle" count (ADR 0038): a busy runner serves its job, not the next one.
+    """
+    return sum(1 for runner in runners if is_idle(runner))
 
 
 def is_busy(runner: Instance) -> bool:

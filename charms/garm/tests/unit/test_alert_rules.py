@@ -6,16 +6,21 @@ Without it these cases skip here and fail in CI (`tests/must_run.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+from scaleset_fixtures import converge, make_spec
+from scaleset_fixtures import run as run_pass
 
+from doubles.memory_garm import MemoryGarm
 from must_run import cannot_run
-from reconcile.charm_metrics import MetricsState, ScalesetFacts, render
+from reconcile.charm_metrics import CompletedPass, MetricsState, ScalesetFacts, after_pass, render
 from relations import cos_agent
+from scaleset_reconciler.naming import live_name
 
 RULES = cos_agent.SOURCES.metrics_rules
 RULE_TESTS = Path(__file__).parent / "alert_rules"
@@ -112,3 +117,88 @@ def test_the_metrics_text_parses_as_prometheus_reads_it(promtool: str):
     done = run(promtool, "check", "metrics", stdin=text)
 
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_stuck_refresh_beside_busy_outdated_runners_fires(promtool: str, tmp_path: Path):
+    """Arrange: min idle 4, 2 runners busy; replacements never boot; the image changes.
+
+    Act: reconcile passes against the in-memory GARM; the exporter's text from the last one
+    held for 150 minutes; promtool evaluates the rule on it.
+    Assert: 2 idle outdated runners wait beside 2 busy ones, and the alert fires: the busy
+    runners are left out once, not twice.
+    """
+    garm = MemoryGarm()
+    before = make_spec(min_idle_runners=4, max_runners=6, application="cfg-small")
+    converge(garm, [before])
+    garm.advance(61)
+    for _ in range(2):
+        garm.start_job_when_ready(garm.by_name(live_name(before)).id)
+    garm.stuck_boots = True
+    after = dataclasses.replace(before, image="ubuntu:24.04")
+    report = run_pass(garm, [after])
+    for _ in range(2):
+        garm.advance(61)
+        report = run_pass(garm, [after])
+    assert (report.spec("small").outdated_runners, report.spec("small").busy_outdated_runners) == (
+        2,
+        2,
+    )
+    completed = CompletedPass(report, (after,), garm.now)
+    text = render(after_pass(MetricsState(), completed), paused=False)
+    series = [
+        {"series": _with_juju(line.split(" ")[0]), "values": f"{line.split(' ')[1]}x150"}
+        for line in text.splitlines()
+        if line.startswith(("garm_charm_scaleset_outdated", "garm_charm_scaleset_busy"))
+    ]
+    rules = str(CHARM_RULES)
+    case = {
+        "rule_files": [rules],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "alert_rule_test": [
+                    {
+                        "eval_time": "80m",
+                        "alertname": "GarmCharmRefreshNotProgressing",
+                        "exp_alerts": [
+                            {"exp_labels": _FIRING_LABELS, "exp_annotations": _ANNOTATIONS}
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "case.yaml").write_text(yaml.safe_dump(case))
+
+    done = run(promtool, "test", "rules", "case.yaml", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+_JUJU = 'juju_model_uuid="u",juju_application="garm",juju_unit="garm/0"'
+_FIRING_LABELS = {
+    "severity": "warning",
+    "scaleset": "small",
+    "application": "cfg-small",
+    "juju_model_uuid": "u",
+    "juju_application": "garm",
+    "juju_unit": "garm/0",
+}
+
+
+_ANNOTATIONS = {
+    "summary": "The rolling refresh of scale set small is not progressing",
+    "description": (
+        "Scale set small (cfg-small) has had 2 idle outdated runner(s) for an hour without one "
+        "being replaced. New runners are probably not coming online: check `juju status garm`, "
+        "the provider's faults in `juju run garm/leader list-scalesets` and the image and "
+        "flavor in the configurator."
+    ),
+}
+
+
+def _with_juju(series: str) -> str:
+    """A series of the exporter's text with the labels COS adds to it."""
+    return series[:-1] + "," + _JUJU + "}"

@@ -148,6 +148,8 @@ CONFIG_ROWS = (
     Bad("reconcile-interval", "1s", ("reconcile-interval", "0 or at least 30s")),
     Bad("reconcile-interval", "29s", ("reconcile-interval", "0 or at least 30s")),
     Bad("refresh-surge", 0, ("refresh-surge", "1-50")),
+    Bad("changeover-surge", -1, ("changeover-surge", "0 (no bound) to 100000")),
+    Bad("max-writes-per-pass", 10_001, ("max-writes-per-pass", "0 (no bound) to 10000")),
     Bad("runner-stuck-timeout", "169h", ("runner-stuck-timeout", "at most 168h")),
     Bad("runner-stuck-timeout", "1s", ("runner-stuck-timeout", "0 or at least 10m")),
     Bad("runner-stuck-timeout", "9m59s", ("runner-stuck-timeout", "0 or at least 10m")),

@@ -27,6 +27,8 @@ def test_defaults_are_valid():
             "handover-timeout": "30m",
             "refresh-surge": 1,
             "runner-stuck-timeout": "30m",
+            "changeover-surge": 40,
+            "max-writes-per-pass": 50,
         }
     )
 
@@ -37,6 +39,7 @@ def test_defaults_are_valid():
     assert config.handover_grace == datetime.timedelta(seconds=60)
     assert config.refresh_surge == 1
     assert config.runner_stuck_timeout == datetime.timedelta(minutes=30)
+    assert (config.changeover_surge, config.max_writes_per_pass) == (40, 50)
     assert config.base_url("10.1.2.3") == "http://10.1.2.3:9997"
 
 
@@ -89,6 +92,9 @@ def test_zero_reconcile_interval_means_hooks_only(text: str):
         ({"reconcile-interval": ""}, "reconcile-interval"),
         ({"refresh-surge": 0}, "refresh-surge"),
         ({"refresh-surge": 51}, "refresh-surge"),
+        ({"changeover-surge": -1}, "changeover-surge"),
+        ({"changeover-surge": True}, "changeover-surge"),
+        ({"max-writes-per-pass": 10_001}, "max-writes-per-pass"),
         ({"runner-stuck-timeout": "1d"}, "runner-stuck-timeout"),
     ],
 )

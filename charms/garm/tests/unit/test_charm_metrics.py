@@ -55,7 +55,8 @@ def samples(text: str) -> dict[str, str]:
 def test_a_pass_becomes_one_series_per_metric_and_scale_set():
     """Arrange: `small` refreshing, stuck runners removed and kept, scheduled, missing at GitHub.
 
-    (3 outdated, 1 busy; 2 stuck removed, 1 kept; min idle 6 by the office window.)
+    (3 outdated without a job, 1 busy; 2 stuck removed, 1 kept; min idle 6 by the office
+    window; 2nd in the surge budget's queue.)
     Act: after_pass, render (not paused).
     Assert: every per-scale-set metric with scaleset/application labels (min idle with the
     window), the pass's timestamp, paused 0; HELP and TYPE before each metric.
@@ -70,6 +71,7 @@ def test_a_pass_becomes_one_series_per_metric_and_scale_set():
         stuck_removed=2,
         stuck_unremovable=1,
         missing_at_github=True,
+        queue_position=2,
     )
 
     text = render(after_pass(MetricsState(), completed(report, specs=(small,))), paused=False)
@@ -78,13 +80,16 @@ def test_a_pass_becomes_one_series_per_metric_and_scale_set():
     assert samples(text) == {
         "garm_charm_paused": "0",
         "garm_charm_last_reconcile_timestamp_seconds": str(int(NOW.timestamp())),
-        f"garm_charm_scaleset_outdated_runners{labels}": "3",
+        # Every outdated runner, the busy one too: the alert subtracts the busy ones itself.
+        f"garm_charm_scaleset_outdated_runners{labels}": "4",
         f"garm_charm_scaleset_busy_outdated_runners{labels}": "1",
         f"garm_charm_scaleset_refreshing{labels}": "1",
         f"garm_charm_scaleset_stuck_runners_removed_total{labels}": "2",
         f"garm_charm_scaleset_stuck_runners_kept{labels}": "1",
         f'garm_charm_scaleset_min_idle_runners{labels[:-1]},window="{OFFICE}"}}': "6",
         f"garm_charm_scaleset_missing_at_github{labels}": "1",
+        f"garm_charm_scaleset_queue_position{labels}": "2",
+        "garm_charm_changeovers_queued": "1",
     }
     assert "# TYPE garm_charm_scaleset_stuck_runners_removed_total counter" in text
     for name in METRIC_NAMES:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from typing import Any
 
@@ -9,23 +10,51 @@ from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
 from doubles.memory_garm import REPO_ID, MemoryGarm
 from reconcile.desired_state import DesiredState
-from reconcile.garm_objects import list_scalesets
+from reconcile.garm_objects import ScalesetListing, list_scalesets
+from scaleset_reconciler import ReconcileSettings
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.plan import desired_create
 
 NEW_LABELS = ("x64", "gpu")
 
 
-def listing(garm: MemoryGarm, *specs: Any) -> list[dict[str, Any]]:
+def listing(
+    garm: MemoryGarm, *specs: Any, settings: ReconcileSettings = SETTINGS
+) -> list[dict[str, Any]]:
     """The action's `changeovers` at GARM's time."""
+    return whole_listing(garm, *specs, settings=settings).changeovers
+
+
+def whole_listing(
+    garm: MemoryGarm, *specs: Any, settings: ReconcileSettings = SETTINGS
+) -> ScalesetListing:
+    """The action's whole listing at GARM's time."""
     desired = DesiredState(specs=specs)
-    listed = list_scalesets(
+    return list_scalesets(
         garm,  # pyright: ignore[reportArgumentType] - the scale-set calls are all it makes
         desired,
         now=garm.now,
-        settings=SETTINGS,
+        settings=settings,
     )
-    return listed.changeovers
+
+
+def test_each_queued_changeover_shows_its_place_in_the_queue():
+    """Arrange: 3 sets of min idle 1 converged; budget 1; all relabelled, one pass.
+
+    Act: list. Assert: 'a' in flight (no place), 'b' and 'c' queued 1st and 2nd; the summary.
+    """
+    garm = MemoryGarm()
+    names = ("a", "b", "c")
+    converge(garm, [make_spec(n, min_idle_runners=1) for n in names])
+    settings = dataclasses.replace(SETTINGS, changeover_surge=1)
+    changed = [make_spec(n, NEW_LABELS, min_idle_runners=1) for n in names]
+    run(garm, changed, settings=settings)
+
+    listed = whole_listing(garm, *changed, settings=settings)
+
+    places = {c["scaleset"]: (c["phase"], c["queue-position"]) for c in listed.changeovers}
+    assert places == {"a": ("creating", None), "b": ("queued", 1), "c": ("queued", 2)}
+    assert listed.surge == {"budget": 1, "held": 1, "in-flight": 1, "queued": 2}
 
 
 def test_a_draining_changeover_shows_each_generation_and_an_absolute_deadline():

@@ -43,7 +43,7 @@ def test_past_the_grace_the_old_set_serves_until_a_new_runner_is_online():
     assert waiting.spec("small").phase is Phase.CREATING
     assert status_message(waiting) == (
         "'small' labels changing: handing over "
-        f"(waiting for a runner of the new set until {until})"
+        f"(waiting for an idle runner of the new set until {until})"
     )
     garm.tick()
 
@@ -70,7 +70,7 @@ def test_a_new_set_without_runners_blocks_after_the_timeout_and_recovers_by_itse
 
     assert blocked.spec("small").phase is Phase.BLOCKED
     assert new in blocked.spec("small").message
-    assert blocked_message(blocked).startswith(f"'small': no runner of new set {new!r} online")
+    assert blocked_message(blocked).startswith(f"'small': no idle runner of new set {new!r} after")
     assert garm.by_name(old).enabled
     assert garm.by_name(old).min_idle_runners == 1
     garm.stuck_boots = False

@@ -716,7 +716,7 @@ def test_a_handover_waits_for_a_runner_with_the_exact_text():
     """
     report = capacity_pass(10).report.spec("small")
 
-    assert report.message == "waiting for a runner of 'smal-x1br2' to come online"
+    assert report.message == "waiting for an idle runner of 'smal-x1br2' to come online"
     assert report.awaiting_runner_until == NOW + datetime.timedelta(minutes=20)
     assert report.phase is Phase.CREATING
 
@@ -730,15 +730,15 @@ def test_a_handover_without_a_runner_after_the_timeout_blocks_with_the_exact_tex
 
     report = result.report.spec("small")
     message = (
-        "no runner of the new scale set 'smal-x1br2' came online within 30 min; the old "
+        "no idle runner of the new scale set 'smal-x1br2' came online within 30 min; the old "
         "scale set keeps serving: check the new set's image, flavor and provider (GARM's log); "
-        "the hand-over goes on by itself once a runner is online"
+        "the hand-over goes on by itself once a runner is idle"
     )
     assert report.phase is Phase.BLOCKED
     assert report.message == message
     assert report.errors == [message]
     assert report.status == (
-        "no runner of new set 'smal-x1br2' online after 30 min; check image/flavor"
+        "no idle runner of new set 'smal-x1br2' after 30 min; check image/flavor"
     )
     assert result.actions == []
 

@@ -8,14 +8,15 @@ enabled it and has a runner online; no write to a draining scale set before its 
 re-enabling it); every runner past its deadline forced off in that pass unless GARM refused
 something else; a refused read ends the pass before any write; a blocked spec's scale sets
 untouched; the report's request and write counts equal the calls GARM received; the Blocked text
-counts what it does not name. After every step: no delete GARM would refuse, no runner removed
-before the deadline counted from when GARM really disabled the set unless its job had ended and
-GitHub no longer listed it (GitHub answers the charm or not, at random), hand-made scale sets
-untouched. Once inputs settle and faults stop (GitHub accepts every label again, though it keeps
-the leftover scale sets of GARM's race, whose names the charm then avoids): within a bounded number
-of passes each valid spec has exactly one scale set, whose labels, min, max, flavor, image and
-extra specs are the spec's, no orphan is left, a blocked spec does not excuse the others, and a
-further pass sends GARM no write.
+counts what it does not name; no pass sends more writes than its bound; a pass starts a changeover
+only within the surge budget, counted from GARM's state after it (ADR 0038). After every step: no
+delete GARM would refuse, no runner removed before the deadline counted from when GARM really
+disabled the set unless its job had ended and GitHub no longer listed it (GitHub answers the charm
+or not, at random), hand-made scale sets untouched. Once inputs settle and faults stop (GitHub
+accepts every label again, though it keeps the leftover scale sets of GARM's race, whose names the
+charm then avoids): within a bounded number of passes each valid spec has exactly one scale set,
+whose labels, min, max, flavor, image and extra specs are the spec's, no orphan is left, a blocked
+spec does not excuse the others, and a further pass sends GARM no write.
 
 Traffic reaches the corners through composite rules, and the run fails if any corner is reached in
 fewer than `MIN_SHARE` of the examples (`CORNERS`; counts printed at the end, with `-s`). Measured
@@ -94,6 +95,11 @@ CORNERS = (
     FINISHED_AT_GITHUB,
 )
 MIN_SHARE = 0.2
+# The surge budget (one changeover at a time: every spec here has min idle 1) and the bound on
+# writes per pass (ADR 0038): both reached by ordinary traffic with two specs.
+SURGE = 1
+MAX_WRITES = 6
+MACHINE_SETTINGS = dataclasses.replace(SETTINGS, changeover_surge=SURGE, max_writes=MAX_WRITES)
 
 PROFILES = {
     "default": settings(
@@ -520,6 +526,7 @@ class ScalesetMachine(RuleBasedStateMachine):
         """One pass at GARM's time, checked against what GARM saw; None if it did not finish."""
         garm = self.garm
         before = self._before()
+        flying_before, held_before = self._in_flight()
         self.pass_start = before.calls
         self.passes += 1
         report = None
@@ -528,7 +535,7 @@ class ScalesetMachine(RuleBasedStateMachine):
                 garm,
                 self._specs(),
                 now=garm.now,
-                settings=SETTINGS,
+                settings=MACHINE_SETTINGS,
                 sweep_orphans=True,
                 finished_at_github=self._github(),
                 missing_at_github=self._github_scalesets(),
@@ -551,7 +558,9 @@ class ScalesetMachine(RuleBasedStateMachine):
         self._check_handover_waited(before.enabled)
         self._check_draining_untouched(before, calls)
         self._check_blocked_untouched(before, calls)
-        if report is not None:
+        self._check_writes_bounded(calls)
+        self._check_surge_budget(flying_before, held_before)
+        if report is not None and not report.deferred_writes:
             self._check_overdue_forced(before, calls)
             self._check_counts(report, calls)
             check_blocked_text(report)
@@ -605,6 +614,46 @@ class ScalesetMachine(RuleBasedStateMachine):
             blocked={r.id for n in self._blocked() for r in self._family(n)},
             finished=finished,
         )
+
+    def _check_writes_bounded(self, calls: list[Call]) -> None:
+        """No pass sends GARM more writes than its bound."""
+        writes = [c for c in calls if c.operation in WRITE_OPERATIONS]
+        assert len(writes) <= MAX_WRITES, [(c.operation, c.args[:1], c.refused) for c in writes]
+
+    def _check_surge_budget(self, flying_before: set[str], held_before: int) -> None:
+        """A pass starts a changeover only within the surge budget, as GARM shows it after.
+
+        In flight, as GARM shows it: a spec with an enabled scale set of its wanted labels and
+        an enabled one of others; each holds its min idle (1), and runners of disabled sets
+        without a job hold one each. A changeover larger than the budget may start alone.
+        """
+        flying, held = self._in_flight()
+        started = flying - flying_before
+        if started:
+            alone = held_before == 0 and len(started) == 1
+            assert held <= SURGE or alone, (
+                f"started {sorted(started)} with {held} extra runners held (budget {SURGE}), "
+                f"by {self._pass_writes()}"
+            )
+
+    def _in_flight(self) -> tuple[set[str], int]:
+        """The specs in flight and the extra runners held, from GARM's state alone."""
+        flying: set[str] = set()
+        held = 0
+        for logical in self._valid():
+            names = {live_name(self._spec(logical), attempt=n) for n in range(ATTEMPTS)}
+            family = self._family(logical)
+            enabled = [r for r in family if r.enabled]
+            if any(r.name in names for r in enabled) and any(r.name not in names for r in enabled):
+                flying.add(logical)
+                held += 1
+            disabled = {r.id for r in family if not r.enabled}
+            held += sum(
+                1
+                for r in self.garm.runners.values()
+                if r.scaleset_id in disabled and r.runner_status != "active"
+            )
+        return flying, held
 
     def _check_refused_read_ends_pass(self, calls: list[Call]) -> None:
         """A refused read ends the pass; before any write unless it was the confirming list."""

@@ -56,7 +56,7 @@ def active_text(spec: SpecReport) -> str:
                 predecessors=[predecessor()],
                 awaiting_runner_until=DEADLINE,
             ),
-            "'s' labels changing: handing over (waiting for a runner of the new set until "
+            "'s' labels changing: handing over (waiting for an idle runner of the new set until "
             "14:05 UTC)",
         ),
         (
