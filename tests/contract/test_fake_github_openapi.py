@@ -14,8 +14,10 @@ against GitHub's own client (`test_fake_github_actions_service.py`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
+import jsonschema
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -197,3 +199,49 @@ def test_a_wrongly_named_field_in_a_fake_answer_fails_the_check(
         assert runners
         assert all(runners)
         assert all("'ephemeral_runner' was unexpected" in p for p in problems)
+
+
+# GitHub's rate-limit headers (its REST docs, "Rate limits for the REST API") and the component
+# of the description that gives each one's schema; no operation of the description refers to
+# them, since GitHub sends them with every answer.
+RATE_HEADERS = {
+    "x-ratelimit-limit": "x-rate-limit-limit",
+    "x-ratelimit-remaining": "x-rate-limit-remaining",
+    "x-ratelimit-reset": "x-rate-limit-reset",
+}
+
+
+@pytest.mark.parametrize("name", [openapi.PUBLIC, openapi.OLDEST_GHES])
+def test_every_rest_answer_states_the_rate_limit_as_github_documents_it(
+    descriptions: dict[str, Description], github: FakeGitHub, app: GithubApp, name: str
+):
+    """Arrange: the fake GitHub with runners and scale sets of three entities.
+
+    Act: run the charm's runner and scale-set checks; read every REST answer's headers.
+
+    Assert: each carries `X-RateLimit-Limit`, `-Remaining` and `-Reset`, each valid for the
+    description's schema of it (an integer); the installation's remaining count goes down by
+    one per call it makes, from the limit, and the window ends in the future.
+    """
+    charm_requests(github, app)
+    components = descriptions[name].document["components"]["headers"]
+
+    stated: list[dict[str, int]] = []
+    for _, _, headers in github.rate_headers:
+        lowered = {key.lower(): value for key, value in headers.items()}
+        assert set(RATE_HEADERS) <= set(lowered)
+        for header, component in RATE_HEADERS.items():
+            schema = descriptions[name].json_schema(components[component]["schema"])
+            jsonschema.validate(int(lowered[header]), schema)
+        stated.append({key: int(lowered[key]) for key in RATE_HEADERS})
+
+    installation = [
+        s
+        for (_, path, _), s in zip(github.rate_headers, stated, strict=True)
+        if "/app/" not in path
+    ]
+    assert len(stated) == len([t for _, t, _, _ in github.answers if t.startswith("/api/v3/")])
+    assert [s["x-ratelimit-remaining"] for s in installation] == [
+        5000 - count for count in range(1, len(installation) + 1)
+    ]
+    assert all(s["x-ratelimit-reset"] > time.time() for s in stated)

@@ -44,6 +44,10 @@ class FakeGitHubConfig:
         drip_paths: when not empty, only answers to paths ending with one of these drip.
         refuse_busy_removal: an agent running a job is not removed: its DELETE answers 400
             with `JOB_STILL_RUNNING`, as GitHub's Actions service refuses a busy runner.
+        rate_limit: the requests per hour each token's owner may make to the REST API (an
+            App installation for its installation tokens, the PAT's user for the PAT); every
+            REST answer says how many are left (`X-RateLimit-*`), and each authenticated REST
+            call but `GET /rate_limit` spends one, as GitHub counts them.
     """
 
     token: str = "fake-pat-token"
@@ -56,6 +60,7 @@ class FakeGitHubConfig:
     drip_seconds: float = 0.0
     drip_paths: frozenset[str] = frozenset()
     refuse_busy_removal: bool = True
+    rate_limit: int = 5000
 
 
 def exception(key: str, message: str) -> dict[str, Any]:
@@ -152,6 +157,11 @@ class FakeGitHub(LoopbackServer):
         # Every routed request's answer: (method, path with query, status, JSON body or None).
         self.answers: list[tuple[str, str, int, Any]] = []
         self.installation_tokens: dict[str, int] = {}
+        # REST calls spent in the current rate-limit window, per quota owner (`quota_owner`).
+        self.rate_used: dict[str, int] = {}
+        self.rate_reset = int(time.time()) + 3600
+        # Every REST answer's rate-limit headers: (method, path with query, headers).
+        self.rate_headers: list[tuple[str, str, dict[str, str]]] = []
         self.app_jwts: list[str] = []
         self._issued: list[str] = []
         self.lock = threading.RLock()
@@ -259,6 +269,43 @@ class FakeGitHub(LoopbackServer):
         with self.lock:
             return token == self.config.token or token in self.installation_tokens
 
+    def quota_owner(self, header: str) -> str:
+        """Whose REST quota a call spends, from its `Authorization` header.
+
+        `installation-<id>` for an installation token (GitHub gives each App installation its
+        own quota), `pat` for the PAT, `app` for anything else (an App's JWT).
+        """
+        token = header.split(" ", 1)[-1]
+        with self.lock:
+            installation = self.installation_tokens.get(token)
+        if installation is not None:
+            return f"installation-{installation}"
+        return "pat" if token == self.config.token else "app"
+
+    def spend(self, owner: str, count: int) -> None:
+        """Spend `count` of `owner`'s REST quota (GARM's own calls, in a test's story)."""
+        with self.lock:
+            self._roll_window()
+            self.rate_used[owner] = self.rate_used.get(owner, 0) + count
+
+    def rate(self, owner: str) -> dict[str, int]:
+        """`owner`'s rate limit now, as `GET /rate_limit` shows the core resource."""
+        with self.lock:
+            self._roll_window()
+            limit = self.config.rate_limit
+            used = min(self.rate_used.get(owner, 0), limit)
+            return {
+                "limit": limit,
+                "used": used,
+                "remaining": limit - used,
+                "reset": self.rate_reset,
+            }
+
+    def _roll_window(self) -> None:
+        if time.time() >= self.rate_reset:
+            self.rate_used.clear()
+            self.rate_reset = int(time.time()) + 3600
+
     def issue_jwt(self, claims: dict[str, Any] | None = None) -> str:
         """Return a new JWT (see `jwt`) and remember it as issued."""
         token = jwt(claims)
@@ -316,17 +363,18 @@ def _expires() -> str:
 def rate_limit(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """G1: a rate limit with `resources.core` (without it GARM crashes)."""
-    return Answer(200, {"resources": {"core": _core_rate()}, "rate": _core_rate()})
+    """G1: a rate limit with `resources.core` (without it GARM crashes); it spends nothing."""
+    core = gh.rate(gh.quota_owner(params["authorization"]))
+    return Answer(200, {"resources": {"core": core}, "rate": core})
 
 
-def rate_limit_headers() -> dict[str, str]:
-    """The `X-RateLimit-*` headers GitHub sends with every REST answer.
+def rate_limit_headers(core: dict[str, int]) -> dict[str, str]:
+    """The `X-RateLimit-*` headers GitHub sends with every REST answer, for a rate limit.
 
     GARM records them after each call as the credentials' rate limit: without them it shows a
-    zero rate (`{"reset": -62135596800}`), which GitHub never sends.
+    zero rate (`{"reset": -62135596800}`), which GitHub never sends. The charm reads them to
+    keep a reserve of the quota for GARM.
     """
-    core = _core_rate()
     return {
         "X-RateLimit-Limit": str(core["limit"]),
         "X-RateLimit-Remaining": str(core["remaining"]),
@@ -334,10 +382,6 @@ def rate_limit_headers() -> dict[str, str]:
         "X-RateLimit-Reset": str(core["reset"]),
         "X-RateLimit-Resource": "core",
     }
-
-
-def _core_rate() -> dict[str, int]:
-    return {"limit": 5000, "used": 0, "remaining": 5000, "reset": int(time.time()) + 3600}
 
 
 def downloads(
@@ -800,13 +844,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             if parts.path.startswith(_API):
-                for name, value in rate_limit_headers().items():
+                headers = rate_limit_headers(self._spend(method, parts.path))
+                with self.github.lock:
+                    self.github.rate_headers.append((method, self.path, headers))
+                for name, value in headers.items():
                     self.send_header(name, value)
             self.end_headers()
             self._write(payload, parts.path)
         except (BrokenPipeError, ConnectionResetError):
             # GARM closed a held long poll (stopping, or a listener restart): nobody to answer.
             self.close_connection = True
+
+    def _spend(self, method: str, path: str) -> dict[str, int]:
+        """Spend one of the caller's REST quota (not for `GET /rate_limit`); its rate after."""
+        owner = self.github.quota_owner(self.headers.get("Authorization", ""))
+        if not (method == "GET" and path.rstrip("/") == f"{_API}/rate_limit"):
+            self.github.spend(owner, 1)
+        return self.github.rate(owner)
 
     def _write(self, payload: bytes, path: str) -> None:
         """Send the body at once, or dripping (`FakeGitHubConfig.drip_seconds`) until stopped."""

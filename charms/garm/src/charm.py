@@ -34,6 +34,7 @@ from reconcile.bootstrap import read_secrets
 from reconcile.charm_metrics import MetricsState, after_pass, render
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
+from reconcile.github_http import Quotas
 from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
 from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
@@ -71,7 +72,10 @@ class GarmCharm(ops.CharmBase):
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
         self._stored.set_default(
-            debug_ssh={}, github_scalesets_asked_at="", garm_restarted_for_github_at=""
+            debug_ssh={},
+            github_scalesets_asked_at="",
+            garm_restarted_for_github_at="",
+            github_quotas="",
         )
         # What this hook read from Juju, once: the state, or why the config is invalid.
         self._snapshot: CharmState | InvalidConfigError | None = None
@@ -271,6 +275,7 @@ class GarmCharm(ops.CharmBase):
                 "count": len(listing.scalesets),
                 "scalesets": json.dumps(listing.scalesets),
                 "changeovers": json.dumps(listing.changeovers),
+                "github-api": json.dumps(Quotas.from_json(str(self._stored.github_quotas)).rows()),
             }
         )
 

@@ -45,6 +45,7 @@ from reconcile.charm_metrics import CompletedPass
 from reconcile.credential_rotation import settle_admin_password
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import reconcile_objects
+from reconcile.github_http import Quotas
 from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
 from reconcile.metrics_token import token_is_current
 from reconcile.provider_retention import retained_providers, retention_message
@@ -474,6 +475,8 @@ class GarmReconciler:
     ) -> ops.StatusBase:
         now = self._clock()
         ask_github = is_due(str(self._stored.github_scalesets_asked_at), now, CHECK_EVERY)
+        # The installations' quotas as the last pass saw them (ADR 0034); this pass's skips only.
+        quotas = Quotas.from_json(str(self._stored.github_quotas)).fresh()
         try:
             outcome = reconcile_objects(
                 client,
@@ -482,10 +485,12 @@ class GarmReconciler:
                 settings=reconcile_settings(config),
                 proxy=garm_config.proxy,
                 ask_github_scalesets=ask_github,
+                quotas=quotas,
             )
             if ask_github:
                 self._stored.github_scalesets_asked_at = now.isoformat()
-            self.completed_pass = CompletedPass(outcome.report, desired.specs, now)
+            self._stored.github_quotas = quotas.to_json()
+            self.completed_pass = CompletedPass(outcome.report, desired.specs, now, quotas.rows())
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
             self._restart_for_dropped_sets(client, dropped_and_kept(outcome.report), now)
         except (GarmError, WorkloadError) as error:

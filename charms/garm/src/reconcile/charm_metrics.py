@@ -21,8 +21,8 @@ import dataclasses
 import datetime
 import json
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, TypeVar, cast
 
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec
@@ -37,6 +37,9 @@ STUCK_REMOVED: Final = f"{PREFIX}scaleset_stuck_runners_removed_total"
 STUCK_KEPT: Final = f"{PREFIX}scaleset_stuck_runners_kept"
 MIN_IDLE: Final = f"{PREFIX}scaleset_min_idle_runners"
 MISSING_AT_GITHUB: Final = f"{PREFIX}scaleset_missing_at_github"
+API_REMAINING: Final = f"{PREFIX}github_api_remaining"
+API_RESERVE: Final = f"{PREFIX}github_api_reserve"
+CHECKS_SKIPPED: Final = f"{PREFIX}github_checks_skipped"
 
 # Every metric the charm exports: (name, type, help). Rules and dashboards may use these.
 METRICS: Final[tuple[tuple[str, str, str], ...]] = (
@@ -49,7 +52,12 @@ METRICS: Final[tuple[tuple[str, str, str], ...]] = (
     (STUCK_KEPT, "gauge", "Stuck runners GARM keeps although the charm asked to remove them."),
     (MIN_IDLE, "gauge", "Min idle runners in force; window: the schedule window in force."),
     (MISSING_AT_GITHUB, "gauge", "1 when GitHub no longer has the live scale set."),
+    (API_REMAINING, "gauge", "REST requests the App installation has left, as GitHub last said."),
+    (API_RESERVE, "gauge", "REST requests of the installation the charm leaves to GARM."),
+    (CHECKS_SKIPPED, "gauge", "GitHub checks the last pass skipped to keep GARM's reserve."),
 )
+# The metrics of an App installation's REST quota (ADR 0034), labelled `installation`.
+_API_METRICS: Final = frozenset({API_REMAINING, API_RESERVE, CHECKS_SKIPPED})
 METRIC_NAMES: Final = frozenset(name for name, _, _ in METRICS)
 
 
@@ -89,22 +97,42 @@ class ScalesetFacts:
 
 
 @dataclasses.dataclass(frozen=True)
+class ApiFacts:
+    """One App installation's REST quota after a pass (ADR 0034).
+
+    Attributes:
+        installation: the installation's id.
+        remaining: requests left in the window, as GitHub's headers last said.
+        reserve: the requests the charm leaves to GARM.
+        skipped: the checks the pass skipped to keep the reserve.
+    """
+
+    installation: int
+    remaining: int
+    reserve: int
+    skipped: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
 class MetricsState:
     """The facts of the last completed pass, kept between hooks (the counter's memory).
 
     Attributes:
         scalesets: one entry per configured spec, sorted by (application, scaleset).
         last_reconcile: when the last pass completed (Unix seconds); None before the first.
+        github_api: one entry per App installation whose quota GitHub told, by id.
     """
 
     scalesets: tuple[ScalesetFacts, ...] = ()
     last_reconcile: float | None = None
+    github_api: tuple[ApiFacts, ...] = ()
 
     def to_json(self) -> str:
         """The state as the JSON kept beside the metrics file (sorted keys: stable bytes)."""
         data = {
             "last_reconcile": self.last_reconcile,
             "scalesets": [dataclasses.asdict(facts) for facts in self.scalesets],
+            "github_api": [dataclasses.asdict(facts) for facts in self.github_api],
         }
         return json.dumps(data, sort_keys=True)
 
@@ -118,19 +146,24 @@ class MetricsState:
             loaded: Any = json.loads(text)
             data = cast(dict[str, Any], loaded)
             entries = cast(list[dict[str, Any]], data.get("scalesets", []))
-            scalesets = tuple(_facts_from(entry) for entry in entries)
+            scalesets = tuple(_facts_from(ScalesetFacts, entry) for entry in entries)
+            quotas = cast(list[dict[str, Any]], data.get("github_api", []))
+            github_api = tuple(_facts_from(ApiFacts, entry) for entry in quotas)
             last = data.get("last_reconcile")
             last_reconcile = None if last is None else float(last)
         except (ValueError, TypeError, AttributeError):
             return cls()
         if last_reconcile is not None and not math.isfinite(last_reconcile):
             return cls()
-        return cls(scalesets, last_reconcile)
+        return cls(scalesets, last_reconcile, github_api)
 
 
-def _facts_from(entry: Mapping[str, Any]) -> ScalesetFacts:
+_Facts = TypeVar("_Facts", ScalesetFacts, ApiFacts)
+
+
+def _facts_from(kind: type[_Facts], entry: Mapping[str, Any]) -> _Facts:
     """One kept entry, type-checked: a wrong type raises TypeError (the state is dropped)."""
-    facts = ScalesetFacts(**entry)
+    facts = kind(**entry)
     for field in dataclasses.fields(facts):
         value = getattr(facts, field.name)
         expected = {"str": str, "int": int, "bool": bool}[str(field.type)]
@@ -141,11 +174,15 @@ def _facts_from(entry: Mapping[str, Any]) -> ScalesetFacts:
 
 @dataclasses.dataclass(frozen=True)
 class CompletedPass:
-    """A scale-set pass that ran to its end: its report, the specs it had, when it ran."""
+    """A scale-set pass that ran to its end: its report, the specs it had, when it ran.
+
+    `github_api` holds the App installations' quotas after it (`github_http.Quotas.rows`).
+    """
 
     report: ReconcileReport
     specs: tuple[ScalesetSpec, ...]
     at: datetime.datetime
+    github_api: Sequence[Mapping[str, Any]] = ()
 
 
 def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState:
@@ -165,6 +202,15 @@ def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState
     return MetricsState(
         tuple(unique[key] for key in sorted(unique)),
         completed.at.astimezone(datetime.UTC).timestamp(),
+        tuple(
+            ApiFacts(
+                int(row["installation"]),
+                int(row["remaining"]),
+                int(row["reserve"]),
+                len(row["skipped"]),
+            )
+            for row in completed.github_api
+        ),
     )
 
 
@@ -211,6 +257,10 @@ def _samples(
         if state.last_reconcile is not None:
             yield {}, _number(state.last_reconcile)
         return
+    if name in _API_METRICS:
+        for quota in state.github_api:
+            yield {"installation": str(quota.installation)}, _number(_api_value(name, quota))
+        return
     for facts in state.scalesets:
         labels = {"scaleset": facts.scaleset, "application": facts.application}
         if name == MIN_IDLE:
@@ -227,6 +277,15 @@ def _value(name: str, facts: ScalesetFacts) -> int:
         STUCK_KEPT: facts.stuck_kept,
         MIN_IDLE: facts.min_idle,
         MISSING_AT_GITHUB: int(facts.missing_at_github),
+    }
+    return values[name]
+
+
+def _api_value(name: str, quota: ApiFacts) -> int:
+    values = {
+        API_REMAINING: quota.remaining,
+        API_RESERVE: quota.reserve,
+        CHECKS_SKIPPED: quota.skipped,
     }
     return values[name]
 

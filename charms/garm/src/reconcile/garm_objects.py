@@ -18,6 +18,7 @@ from garm_api import GithubEndpoint, Instance, ScaleSet
 from reconcile.desired_state import DesiredState
 from reconcile.github_agreement import apps_by_entity
 from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
+from reconcile.github_http import Quotas
 from reconcile.github_objects import GithubReport, reconcile_github
 from reconcile.github_scalesets import ScaleSetCheck
 from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
@@ -82,14 +83,17 @@ def reconcile_objects(
     settings: ReconcileSettings,
     proxy: ProxyConfig | None = None,
     ask_github_scalesets: bool = False,
+    quotas: Quotas | None = None,
 ) -> ObjectsOutcome:
     """Run the GitHub pass, then the scale-set pass between the template steps; summarise.
 
     With `proxy` (the model's), the scale-set pass asks GitHub, through it, whether busy
     runners of retired scale sets still exist, and removes those whose jobs ended (ADR 0015);
     with `ask_github_scalesets` too, it asks whether GitHub still has the scale sets, and
-    creates a live one GitHub dropped again under a new name (ADR 0029).
+    creates a live one GitHub dropped again under a new name (ADR 0029). Every such call
+    keeps the reserve of `quotas` for GARM (ADR 0034), and records what GitHub said of them.
     """
+    quotas = quotas if quotas is not None else Quotas()
     github = reconcile_github(api, desired.bindings, complete=desired.complete)
     for warning in github.warnings:
         logger.warning("%s", warning)
@@ -100,9 +104,9 @@ def reconcile_objects(
         now=now,
         settings=settings,
         sweep_orphans=desired.complete,
-        finished_at_github=None if proxy is None else _runner_check(api, desired, proxy),
+        finished_at_github=None if proxy is None else _runner_check(api, desired, proxy, quotas),
         missing_at_github=(
-            _scaleset_check(api, desired, proxy)
+            _scaleset_check(api, desired, proxy, quotas)
             if proxy is not None and ask_github_scalesets
             else None
         ),
@@ -126,16 +130,18 @@ def reconcile_objects(
     )
 
 
-def _runner_check(api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig) -> RunnerCheck:
+def _runner_check(
+    api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig, quotas: Quotas
+) -> RunnerCheck:
     """Ask GitHub where GARM does, as the App the configurators agree on for each entity."""
-    return RunnerCheck(_endpoint(api), apps_by_entity(desired.bindings), proxy)
+    return RunnerCheck(_endpoint(api), apps_by_entity(desired.bindings), proxy, quotas=quotas)
 
 
 def _scaleset_check(
-    api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig
+    api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig, quotas: Quotas
 ) -> ScaleSetCheck:
     """Ask GitHub about scale sets where GARM does, as the entity's App."""
-    return ScaleSetCheck(_endpoint(api), apps_by_entity(desired.bindings), proxy)
+    return ScaleSetCheck(_endpoint(api), apps_by_entity(desired.bindings), proxy, quotas=quotas)
 
 
 def _endpoint(api: GarmObjectsApi) -> Callable[[], GithubEndpoint | None]:

@@ -24,6 +24,8 @@ from reconcile.github_http import (
     Findings,
     GithubUnavailable,
     Http,
+    QuotaReserved,
+    Quotas,
     ask_within,
     entity_path,
     json_object,
@@ -85,6 +87,8 @@ class ScaleSetCheck:
         clock: seconds since the epoch, for the App's JWT.
         budget_seconds: how long the whole pass may wait on GitHub; a scale set not looked up
             by then is not named.
+        quotas: the installations' REST quotas; an entity whose installation's reserve for
+            GARM cannot spare a call is not asked (ADR 0034).
     """
 
     endpoint: Callable[[], GithubEndpoint | None]
@@ -92,6 +96,7 @@ class ScaleSetCheck:
     proxy: ProxyConfig
     clock: Callable[[], float] = time.time
     budget_seconds: float = BUDGET_SECONDS
+    quotas: Quotas = dataclasses.field(default_factory=Quotas)
 
     def __call__(self, scalesets: Sequence[GithubScaleSetRef]) -> frozenset[int]:
         """Return GARM's ids of `scalesets` GitHub no longer has; never raises for GitHub.
@@ -139,7 +144,7 @@ class ScaleSetCheck:
         by_entity: Mapping[tuple[EntityKind, str], Sequence[GithubScaleSetRef]],
         found: Findings[int],
     ) -> None:
-        with session(endpoint, self.proxy, found) as http:
+        with session(endpoint, self.proxy, found, self.quotas) as http:
             for key, refs in by_entity.items():
                 app = self.apps.get(key)
                 if app is None:
@@ -147,12 +152,16 @@ class ScaleSetCheck:
                     continue
                 try:
                     self._ask_entity(_Entity(http, endpoint, app, refs[0]), refs, found)
+                except QuotaReserved as error:
+                    self.quotas.skip(app.installation_id, f"scale sets of {key[1]}")
+                    logger.warning("GitHub scale sets of %s: not asked: %s", key[1], error)
                 except GithubUnavailable as error:
                     logger.warning("GitHub scale sets of %s: not asked: %s", key[1], error)
 
     def _ask_entity(
         self, entity: _Entity, refs: Sequence[GithubScaleSetRef], found: Findings[int]
     ) -> None:
+        self.quotas.require(entity.app.installation_id)
         token = entity.http.installation_token(entity.app, self.clock())
         actions = entity.actions_service(token)
         groups: dict[str, int | None] = {}
@@ -183,7 +192,9 @@ class _Entity:
         """Open the Actions service as GARM does: a registration token, then its admin URL."""
         path = entity_path(self.ref.entity_kind, self.ref.entity_name)
         url = f"{self.http.base}/{path}/actions/runners/registration-token"
-        registration = self.http.send("POST", url, f"Bearer {token}", expect=(201,))
+        registration = self.http.send(
+            "POST", url, f"Bearer {token}", expect=(201,), installation=self.app.installation_id
+        )
         registration_token = string_field(registration, "token", "the registration token answer")
         body = {"url": self.forge_url(), "runner_event": "register"}
         admin = self.http.send(
@@ -215,9 +226,10 @@ class _Entity:
         for page in range(1, MAX_RUNNER_GROUP_PAGES + 1):
             query = urlencode({"per_page": RUNNER_GROUPS_PER_PAGE, "page": page})
             url = f"{self.http.base}/{path}/actions/runner-groups?{query}"
-            answer = json_object(
-                self.http.send("GET", url, f"Bearer {token}", expect=(200,)), "runner groups"
+            sent = self.http.send(
+                "GET", url, f"Bearer {token}", expect=(200,), installation=self.app.installation_id
             )
+            answer = json_object(sent, "runner groups")
             listed = _groups(answer)
             for name, group_id in listed:
                 if name == group:

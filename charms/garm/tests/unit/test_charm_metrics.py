@@ -35,9 +35,25 @@ def spec(name: str = "small", application: str = "small-app", **fields: object) 
     return dataclasses.replace(make_spec(name), application=application, **fields)
 
 
-def completed(*reports: SpecReport, specs: tuple[ScalesetSpec, ...], at: datetime.datetime = NOW):
-    """A completed pass that reported `reports` for `specs`."""
-    return CompletedPass(ReconcileReport(specs=list(reports)), specs, at)
+def completed(
+    *reports: SpecReport,
+    specs: tuple[ScalesetSpec, ...],
+    at: datetime.datetime = NOW,
+    github_api: tuple[dict[str, object], ...] = (),
+):
+    """A completed pass that reported `reports` for `specs` (and installations' quotas)."""
+    return CompletedPass(ReconcileReport(specs=list(reports)), specs, at, github_api)
+
+
+# One installation's quota after a pass, as `github_http.Quotas.rows` gives it.
+QUOTA = {
+    "installation": 7,
+    "limit": 5000,
+    "remaining": 1200,
+    "reserve": 1250,
+    "reset": "2026-12-01T13:00:00+00:00",
+    "skipped": ["finished jobs of acme", "scale sets of acme"],
+}
 
 
 def samples(text: str) -> dict[str, str]:
@@ -72,10 +88,16 @@ def test_a_pass_becomes_one_series_per_metric_and_scale_set():
         missing_at_github=True,
     )
 
-    text = render(after_pass(MetricsState(), completed(report, specs=(small,))), paused=False)
+    text = render(
+        after_pass(MetricsState(), completed(report, specs=(small,), github_api=(QUOTA,))),
+        paused=False,
+    )
 
     labels = '{scaleset="small",application="small-app"}'
     assert samples(text) == {
+        'garm_charm_github_api_remaining{installation="7"}': "1200",
+        'garm_charm_github_api_reserve{installation="7"}': "1250",
+        'garm_charm_github_checks_skipped{installation="7"}': "2",
         "garm_charm_paused": "0",
         "garm_charm_last_reconcile_timestamp_seconds": str(int(NOW.timestamp())),
         f"garm_charm_scaleset_outdated_runners{labels}": "3",
