@@ -28,6 +28,7 @@ from garm_api.models import EntityKind, GithubEndpoint
 from must_run import cannot_run
 from reconcile.github_objects import GithubApp
 from reconcile.github_scalesets import ScaleSetCheck
+from reconcile.offline_runners import IdleRunner, OfflineCheck
 from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler import GithubScaleSetRef
 from scaleset_reconciler.plan import BusyRunner, entity_key
@@ -89,21 +90,25 @@ def github() -> Iterator[FakeGitHub]:
 
 
 def charm_requests(github: FakeGitHub, app: GithubApp) -> list[Recorded]:
-    """Run both of the charm's GitHub checks on each entity; return the REST requests made.
+    """Run the charm's GitHub checks on each entity; return the REST requests made.
 
     Each entity has a busy runner GitHub lists and one whose job ended (GitHub answers 404 for
-    it), and a scale set in the runner group `large` (an organization and an enterprise look
-    the group up).
+    it), an idle runner GitHub shows offline, and a scale set in the runner group `large` (an
+    organization and an enterprise look the group up).
     """
     endpoint = GithubEndpoint("github.com", "", github.url, f"{github.url}/api/v3/", "", b"")
     apps = {entity_key(kind, name): app for kind, name in ENTITIES}
     busy: list[BusyRunner] = []
     scalesets: list[GithubScaleSetRef] = []
+    idle: list[IdleRunner] = []
     for index, (kind, name) in enumerate(ENTITIES):
         busy += [_busy(github, kind, name, f"busy-{index}"), _busy(github, kind, name, "")]
         scalesets.append(_at_github(github, index, kind, name))
+        idle.append(_offline(github, kind, name, f"idle-{index}"))
     RunnerCheck(lambda: endpoint, apps, ProxyConfig(), clock=lambda: NOW)(busy)
     ScaleSetCheck(lambda: endpoint, apps, ProxyConfig(), clock=lambda: NOW)(scalesets)
+    sighting = OfflineCheck(lambda: endpoint, apps, ProxyConfig(), clock=lambda: NOW)(idle)
+    assert sighting.offline == {runner.name for runner in idle}
     return [
         Recorded(method, target.removeprefix("/api/v3"), status, body)
         for method, target, status, body in github.answers
@@ -120,6 +125,15 @@ def _busy(github: FakeGitHub, kind: EntityKind, entity: str, name: str) -> BusyR
     if name:
         github.start_job(1, name)
     return BusyRunner(name or f"gone-{agent_id}", agent_id, kind, entity)
+
+
+def _offline(github: FakeGitHub, kind: EntityKind, entity: str, name: str) -> IdleRunner:
+    """A runner GARM shows idle that GitHub lists offline."""
+    with github.lock:
+        agent_id = github.new_id()
+        github.runners[agent_id] = {"id": agent_id, "name": name, "runnerScaleSetId": 1}
+    github.set_offline(name)
+    return IdleRunner(name, agent_id, kind, entity, "small", "small-app")
 
 
 def _at_github(github: FakeGitHub, index: int, kind: EntityKind, entity: str) -> GithubScaleSetRef:

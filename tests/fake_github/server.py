@@ -208,6 +208,16 @@ class FakeGitHub(LoopbackServer):
             self._queue_job(scale_set_id, "JobStarted", request_id, runner_name)
         return request_id
 
+    def set_offline(self, runner_name: str, offline: bool = True) -> None:
+        """Show the runner offline (its agent lost GitHub, as after an outage) or online again.
+
+        Both the REST runner list and the Actions service's agents list show it.
+        """
+        with self.lock:
+            for runner in self.runners.values():
+                if runner["name"] == runner_name:
+                    runner["status"] = "offline" if offline else "online"
+
     def finish_job(self, runner_name: str) -> None:
         """Finish the runner's job as GitHub does with an ephemeral runner.
 
@@ -471,7 +481,7 @@ def _rest_runner(gh: FakeGitHub, runner: dict[str, Any]) -> dict[str, Any]:
         "id": runner["id"],
         "name": runner["name"],
         "os": "Linux",
-        "status": "online",
+        "status": runner.get("status", "online"),
         "busy": runner["name"] in gh.running_jobs,
         "ephemeral": True,
         "labels": [],
@@ -764,7 +774,7 @@ def _statistics(assigned: int) -> dict[str, int]:
 
 def _agent(gh: FakeGitHub, runner: dict[str, Any]) -> dict[str, Any]:
     busy = runner["name"] in gh.running_jobs
-    return runner | {"status": "online", "busy": busy, "labels": []}
+    return runner | {"status": runner.get("status", "online"), "busy": busy, "labels": []}
 
 
 _API = r"/api/v3"

@@ -76,6 +76,8 @@ class GarmCharm(ops.CharmBase):
             github_scalesets_asked_at="",
             garm_restarted_for_github_at="",
             github_quotas="",
+            offline_checked_at="",
+            offline_since="{}",
         )
         # What this hook read from Juju, once: the state, or why the config is invalid.
         self._snapshot: CharmState | InvalidConfigError | None = None
@@ -276,6 +278,7 @@ class GarmCharm(ops.CharmBase):
                 "scalesets": json.dumps(listing.scalesets),
                 "changeovers": json.dumps(listing.changeovers),
                 "github-api": json.dumps(Quotas.from_json(str(self._stored.github_quotas)).rows()),
+                "offline-runners": str(self._stored.offline_since),
             }
         )
 

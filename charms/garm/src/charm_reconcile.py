@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, cast
 
 import ops
 from ops.framework import BoundStoredState
@@ -48,6 +49,7 @@ from reconcile.garm_objects import reconcile_objects
 from reconcile.github_http import Quotas
 from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
 from reconcile.metrics_token import token_is_current
+from reconcile.offline_runners import CHECK_EVERY as OFFLINE_CHECK_EVERY
 from reconcile.provider_retention import retained_providers, retention_message
 from reconcile.upgrade import Step, progress_message, upgrade_step
 from relations import cos_agent, debug_ssh
@@ -477,6 +479,7 @@ class GarmReconciler:
         ask_github = is_due(str(self._stored.github_scalesets_asked_at), now, CHECK_EVERY)
         # The installations' quotas as the last pass saw them (ADR 0034); this pass's skips only.
         quotas = Quotas.from_json(str(self._stored.github_quotas)).fresh()
+        check_offline = is_due(str(self._stored.offline_checked_at), now, OFFLINE_CHECK_EVERY)
         try:
             outcome = reconcile_objects(
                 client,
@@ -486,11 +489,19 @@ class GarmReconciler:
                 proxy=garm_config.proxy,
                 ask_github_scalesets=ask_github,
                 quotas=quotas,
+                offline_since=_sightings(str(self._stored.offline_since))
+                if check_offline
+                else None,
             )
             if ask_github:
                 self._stored.github_scalesets_asked_at = now.isoformat()
             self._stored.github_quotas = quotas.to_json()
-            self.completed_pass = CompletedPass(outcome.report, desired.specs, now, quotas.rows())
+            if outcome.offline is not None:
+                self._stored.offline_checked_at = now.isoformat()
+                self._stored.offline_since = json.dumps(dict(outcome.offline.since))
+            self.completed_pass = CompletedPass(
+                outcome.report, desired.specs, now, quotas.rows(), outcome.offline
+            )
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
             self._restart_for_dropped_sets(client, dropped_and_kept(outcome.report), now)
         except (GarmError, WorkloadError) as error:
@@ -622,6 +633,18 @@ def _garm_config(
         garm_version=version,
         tls=tls,
     )
+
+
+def _sightings(text: str) -> dict[str, str]:
+    """The kept first sightings of offline runners (name -> ISO time); unreadable: none."""
+    try:
+        loaded: Any = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(loaded, dict):
+        return {}
+    items = cast(dict[Any, Any], loaded).items()
+    return {str(k): v for k, v in items if isinstance(v, str)}
 
 
 def _holder_stopped(peers: ops.Relation, lease: fencing.Lease | None, claim: HostClaim) -> bool:

@@ -24,6 +24,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar, cast
 
+from reconcile.offline_runners import OfflineReport
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec
 
@@ -37,6 +38,8 @@ STUCK_REMOVED: Final = f"{PREFIX}scaleset_stuck_runners_removed_total"
 STUCK_KEPT: Final = f"{PREFIX}scaleset_stuck_runners_kept"
 MIN_IDLE: Final = f"{PREFIX}scaleset_min_idle_runners"
 MISSING_AT_GITHUB: Final = f"{PREFIX}scaleset_missing_at_github"
+OFFLINE: Final = f"{PREFIX}scaleset_offline_runners"
+OFFLINE_REMOVED: Final = f"{PREFIX}scaleset_offline_runners_removed_total"
 API_REMAINING: Final = f"{PREFIX}github_api_remaining"
 API_RESERVE: Final = f"{PREFIX}github_api_reserve"
 CHECKS_SKIPPED: Final = f"{PREFIX}github_checks_skipped"
@@ -52,6 +55,8 @@ METRICS: Final[tuple[tuple[str, str, str], ...]] = (
     (STUCK_KEPT, "gauge", "Stuck runners GARM keeps although the charm asked to remove them."),
     (MIN_IDLE, "gauge", "Min idle runners in force; window: the schedule window in force."),
     (MISSING_AT_GITHUB, "gauge", "1 when GitHub no longer has the live scale set."),
+    (OFFLINE, "gauge", "Idle runners GitHub showed offline at the last check (ADR 0035)."),
+    (OFFLINE_REMOVED, "counter", "Idle runners the charm removed: offline at GitHub too long."),
     (API_REMAINING, "gauge", "REST requests the App installation has left, as GitHub last said."),
     (API_RESERVE, "gauge", "REST requests of the installation the charm leaves to GARM."),
     (CHECKS_SKIPPED, "gauge", "GitHub checks the last pass skipped to keep GARM's reserve."),
@@ -77,6 +82,8 @@ class ScalesetFacts:
         window: the schedule window that set it ("default" outside every window, "" without a
             schedule).
         missing_at_github: whether GitHub no longer has the live scale set (ADR 0029).
+        offline: idle runners GitHub showed offline at the last check (ADR 0035).
+        offline_removed: idle runners removed for being offline, cumulative across passes.
     """
 
     scaleset: str
@@ -89,6 +96,8 @@ class ScalesetFacts:
     min_idle: int = 0
     window: str = ""
     missing_at_github: bool = False
+    offline: int = 0
+    offline_removed: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -176,13 +185,15 @@ def _facts_from(kind: type[_Facts], entry: Mapping[str, Any]) -> _Facts:
 class CompletedPass:
     """A scale-set pass that ran to its end: its report, the specs it had, when it ran.
 
-    `github_api` holds the App installations' quotas after it (`github_http.Quotas.rows`).
+    `github_api` holds the App installations' quotas after it (`github_http.Quotas.rows`);
+    `offline` what its offline-runner check did (None: the pass did not check).
     """
 
     report: ReconcileReport
     specs: tuple[ScalesetSpec, ...]
     at: datetime.datetime
     github_api: Sequence[Mapping[str, Any]] = ()
+    offline: OfflineReport | None = None
 
 
 def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState:
@@ -192,10 +203,14 @@ def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState
     counts as found with nothing to say. Specs gone since the previous pass are dropped with
     their counter.
     """
-    totals = {facts.key: facts.stuck_removed for facts in previous.scalesets}
+    before = {facts.key: facts for facts in previous.scalesets}
     reports = {spec_report.logical: spec_report for spec_report in completed.report.specs}
     scalesets = [
-        _facts(spec, reports.get(spec.name), totals.get((spec.application, spec.name), 0))
+        _offline_facts(
+            _facts(spec, reports.get(spec.name), before.get((spec.application, spec.name))),
+            before.get((spec.application, spec.name)),
+            completed.offline,
+        )
         for spec in completed.specs
     ]
     unique = {facts.key: facts for facts in scalesets}
@@ -214,7 +229,26 @@ def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState
     )
 
 
-def _facts(spec: ScalesetSpec, found: SpecReport | None, removed_before: int) -> ScalesetFacts:
+def _offline_facts(
+    facts: ScalesetFacts, previous: ScalesetFacts | None, offline: OfflineReport | None
+) -> ScalesetFacts:
+    """The offline counts: this check's, or the last check's between checks."""
+    removed_before = previous.offline_removed if previous is not None else 0
+    if offline is None:
+        shown = previous.offline if previous is not None else 0
+        return dataclasses.replace(facts, offline=shown, offline_removed=removed_before)
+    removed = offline.removed_by_scaleset().get(facts.key, 0)
+    return dataclasses.replace(
+        facts,
+        offline=offline.offline.get(facts.key, 0),
+        offline_removed=removed_before + removed,
+    )
+
+
+def _facts(
+    spec: ScalesetSpec, found: SpecReport | None, previous: ScalesetFacts | None
+) -> ScalesetFacts:
+    removed_before = previous.stuck_removed if previous is not None else 0
     found = found or SpecReport(spec.name, Phase.SKIPPED)
     return ScalesetFacts(
         scaleset=spec.name,
@@ -277,6 +311,8 @@ def _value(name: str, facts: ScalesetFacts) -> int:
         STUCK_KEPT: facts.stuck_kept,
         MIN_IDLE: facts.min_idle,
         MISSING_AT_GITHUB: int(facts.missing_at_github),
+        OFFLINE: facts.offline,
+        OFFLINE_REMOVED: facts.offline_removed,
     }
     return values[name]
 

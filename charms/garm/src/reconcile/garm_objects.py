@@ -21,6 +21,7 @@ from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unu
 from reconcile.github_http import Quotas
 from reconcile.github_objects import GithubReport, reconcile_github
 from reconcile.github_scalesets import ScaleSetCheck
+from reconcile.offline_runners import OfflineCheck, OfflineReport, reap_offline
 from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
 from reconcile.schedule_status import with_schedule
 from reconcile.templates import (
@@ -66,6 +67,8 @@ class ObjectsOutcome:
         waiting: configurators that have not published yet.
         active: the changeovers in progress.
         report: the scale-set pass in full, for the log and the provider retention.
+        offline: what the check of runners GitHub shows offline did (ADR 0035); None when
+            the pass did not check.
     """
 
     blocked: str
@@ -73,6 +76,7 @@ class ObjectsOutcome:
     waiting: str
     active: str
     report: ReconcileReport
+    offline: OfflineReport | None = None
 
 
 def reconcile_objects(
@@ -84,6 +88,7 @@ def reconcile_objects(
     proxy: ProxyConfig | None = None,
     ask_github_scalesets: bool = False,
     quotas: Quotas | None = None,
+    offline_since: Mapping[str, str] | None = None,
 ) -> ObjectsOutcome:
     """Run the GitHub pass, then the scale-set pass between the template steps; summarise.
 
@@ -92,6 +97,8 @@ def reconcile_objects(
     with `ask_github_scalesets` too, it asks whether GitHub still has the scale sets, and
     creates a live one GitHub dropped again under a new name (ADR 0029). Every such call
     keeps the reserve of `quotas` for GARM (ADR 0034), and records what GitHub said of them.
+    With `offline_since` too (the sightings kept from the last check), idle runners GitHub has
+    shown offline past a bound are removed (ADR 0035).
     """
     quotas = quotas if quotas is not None else Quotas()
     github = reconcile_github(api, desired.bindings, complete=desired.complete)
@@ -112,6 +119,12 @@ def reconcile_objects(
         ),
         sleep=None if proxy is None else time.sleep,
     )
+    offline = None
+    if proxy is not None and offline_since is not None:
+        check = OfflineCheck(
+            _endpoint(api), apps_by_entity(desired.bindings), proxy, quotas=quotas
+        )
+        offline = reap_offline(api, report.held, check, offline_since, now=now)
     cleanup = CleanupReport()
     if desired.complete:
         # Bottom-up, once nothing wants them: templates and GitHub objects after scale sets.
@@ -127,6 +140,7 @@ def reconcile_objects(
         waiting=_waiting(desired),
         active=with_schedule(status_message(report), desired.specs),
         report=report,
+        offline=offline,
     )
 
 

@@ -12,6 +12,8 @@ import datetime
 import enum
 from collections.abc import Sequence
 
+from garm_api.models import ScaleSet
+
 
 class Phase(enum.StrEnum):
     """Where one spec stands in its changeover, or why it was not handled.
@@ -155,6 +157,9 @@ class ReconcileReport:
     # Every scale set GARM holds after the pass (hand-made ones too), counted per provider name:
     # a removed configurator's provider stays until no scale set uses it.
     provider_scalesets: dict[str, int] = dataclasses.field(default_factory=dict[str, int])
+    # Every scale set GARM holds after the pass, for checks that follow it (ADR 0035) without
+    # listing them again.
+    held: list[ScaleSet] = dataclasses.field(default_factory=list[ScaleSet])
 
     @property
     def converged(self) -> bool:

@@ -11,6 +11,7 @@ import pytest
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
 from doubles.memory_garm import MemoryGarm
+from garm_api.models import EntityKind
 from reconcile.charm_metrics import (
     METRIC_NAMES,
     CompletedPass,
@@ -20,6 +21,7 @@ from reconcile.charm_metrics import (
     escape_label_value,
     render,
 )
+from reconcile.offline_runners import IdleRunner, OfflineReport
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec
@@ -40,9 +42,16 @@ def completed(
     specs: tuple[ScalesetSpec, ...],
     at: datetime.datetime = NOW,
     github_api: tuple[dict[str, object], ...] = (),
+    offline: OfflineReport | None = None,
 ):
-    """A completed pass that reported `reports` for `specs` (and installations' quotas)."""
-    return CompletedPass(ReconcileReport(specs=list(reports)), specs, at, github_api)
+    """A completed pass that reported `reports` for `specs` (quotas, offline runners)."""
+    return CompletedPass(ReconcileReport(specs=list(reports)), specs, at, github_api, offline)
+
+
+def offline_check(removed: int, shown: int) -> OfflineReport:
+    """An offline-runner check of `small` that showed `shown` offline and removed `removed`."""
+    runner = IdleRunner("garm-1", 1, EntityKind.REPOSITORY, "o/r", "small", "small-app")
+    return OfflineReport(True, (runner,) * removed, {("small-app", "small"): shown}, {})
 
 
 # One installation's quota after a pass, as `github_http.Quotas.rows` gives it.
@@ -89,7 +98,10 @@ def test_a_pass_becomes_one_series_per_metric_and_scale_set():
     )
 
     text = render(
-        after_pass(MetricsState(), completed(report, specs=(small,), github_api=(QUOTA,))),
+        after_pass(
+            MetricsState(),
+            completed(report, specs=(small,), github_api=(QUOTA,), offline=offline_check(1, 2)),
+        ),
         paused=False,
     )
 
@@ -107,6 +119,8 @@ def test_a_pass_becomes_one_series_per_metric_and_scale_set():
         f"garm_charm_scaleset_stuck_runners_kept{labels}": "1",
         f'garm_charm_scaleset_min_idle_runners{labels[:-1]},window="{OFFICE}"}}': "6",
         f"garm_charm_scaleset_missing_at_github{labels}": "1",
+        f"garm_charm_scaleset_offline_runners{labels}": "2",
+        f"garm_charm_scaleset_offline_runners_removed_total{labels}": "1",
     }
     assert "# TYPE garm_charm_scaleset_stuck_runners_removed_total counter" in text
     for name in METRIC_NAMES:
@@ -295,3 +309,27 @@ def test_the_state_round_trips():
     )
 
     assert MetricsState.from_json(state.to_json()) == state
+
+
+def test_the_offline_counts_carry_over_between_checks_and_the_removals_add_up():
+    """Arrange: a check removing 1 of 3 offline, a pass without a check, a check removing 2.
+
+    Act: after_pass each, through the kept JSON.
+
+    Assert: the gauge shows the last check's count between checks; the counter adds up.
+    """
+    small = spec()
+    first = after_pass(MetricsState(), completed(specs=(small,), offline=offline_check(1, 3)))
+    between = after_pass(MetricsState.from_json(first.to_json()), completed(specs=(small,)))
+    second = after_pass(
+        MetricsState.from_json(between.to_json()),
+        completed(specs=(small,), offline=offline_check(2, 0)),
+    )
+
+    assert [
+        (s.scalesets[0].offline, s.scalesets[0].offline_removed) for s in (first, between, second)
+    ] == [
+        (3, 1),
+        (3, 1),
+        (0, 3),
+    ]
