@@ -150,6 +150,8 @@ class FakeGitHub(LoopbackServer):
         self.sessions: dict[str, int] = {}
         self.runners: dict[int, dict[str, Any]] = {}
         self.assigned_jobs: dict[int, int] = {}
+        # Jobs assigned to a scale set that no runner runs yet (its statistics count them).
+        self.waiting_jobs: dict[int, int] = {}
         # Job messages waiting for the next poll, per scale set; runner name -> running job.
         self.job_messages: dict[int, list[dict[str, Any]]] = {}
         self.running_jobs: dict[str, tuple[int, int]] = {}
@@ -186,6 +188,38 @@ class FakeGitHub(LoopbackServer):
         """Forget a scale set, as GitHub does with one whose listener stayed offline for days."""
         with self.lock:
             self.scale_sets.pop(scale_set_id, None)
+
+    def set_waiting_jobs(self, scale_set_id: int, count: int) -> None:
+        """Have `count` jobs assigned to the scale set that no runner runs yet.
+
+        Its statistics (the scale-set lookup's `statistics`) count them as assigned jobs
+        beside the running ones.
+        """
+        with self.lock:
+            self.waiting_jobs[scale_set_id] = count
+
+    def statistics(self, scale_set_id: int) -> dict[str, int]:
+        """`RunnerScaleSetStatistic` of a scale set, from what the fake holds.
+
+        Registered runners are its JIT runners not yet gone; busy ones run a job; idle ones are
+        the others GitHub shows online. Assigned jobs are the waiting ones and the running ones
+        (all acquired: GARM acquires what it is offered), none left available.
+        """
+        with self.lock:
+            mine = [r for r in self.runners.values() if r.get("runnerScaleSetId") == scale_set_id]
+            busy = sum(1 for r in mine if r["name"] in self.running_jobs)
+            online = sum(1 for r in mine if r.get("status", "online") == "online")
+            running = sum(1 for owner, _ in self.running_jobs.values() if owner == scale_set_id)
+            assigned = running + self.waiting_jobs.get(scale_set_id, 0)
+        return {
+            "totalAvailableJobs": 0,
+            "totalAcquiredJobs": assigned,
+            "totalAssignedJobs": assigned,
+            "totalRunningJobs": running,
+            "totalRegisteredRunners": len(mine),
+            "totalBusyRunners": busy,
+            "totalIdleRunners": max(online - busy, 0),
+        }
 
     def set_assigned_jobs(self, scale_set_id: int, count: int) -> None:
         """Make the next message-queue poll report `count` assigned jobs (desired runners)."""
@@ -558,12 +592,14 @@ def _claims(token: str, alg: str) -> dict[str, Any] | None:
 def find_scale_sets(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """A1: look a scale set up by name and runner group."""
+    """A1: look a scale set up by name and runner group, with its statistics."""
     name = query.get("name", [""])[0]
     group = int(query.get("runnerGroupId", ["1"])[0] or 1)
     with gh.lock:
         found = [
-            s for s in gh.scale_sets.values() if s["name"] == name and s["runnerGroupId"] == group
+            s | {"statistics": gh.statistics(s["id"])}
+            for s in gh.scale_sets.values()
+            if s["name"] == name and s["runnerGroupId"] == group
         ]
     return Answer(200, {"count": len(found), "value": found})
 

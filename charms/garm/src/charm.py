@@ -35,6 +35,7 @@ from reconcile.charm_metrics import MetricsState, after_pass, render
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
 from reconcile.github_http import Quotas
+from reconcile.github_view import from_json as views_from_json
 from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
 from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
@@ -78,6 +79,7 @@ class GarmCharm(ops.CharmBase):
             github_quotas="",
             offline_checked_at="",
             offline_since="{}",
+            github_view="{}",
         )
         # What this hook read from Juju, once: the state, or why the config is invalid.
         self._snapshot: CharmState | InvalidConfigError | None = None
@@ -279,6 +281,14 @@ class GarmCharm(ops.CharmBase):
                 "changeovers": json.dumps(listing.changeovers),
                 "github-api": json.dumps(Quotas.from_json(str(self._stored.github_quotas)).rows()),
                 "offline-runners": str(self._stored.offline_since),
+                "github-view": json.dumps(
+                    [
+                        view.row()
+                        for view in views_from_json(
+                            json.loads(str(self._stored.github_view))
+                        ).values()
+                    ]
+                ),
             }
         )
 

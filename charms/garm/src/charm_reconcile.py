@@ -48,6 +48,8 @@ from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import reconcile_objects
 from reconcile.github_http import Quotas
 from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
+from reconcile.github_view import from_json as views_from_json
+from reconcile.github_view import to_json as views_to_json
 from reconcile.metrics_token import token_is_current
 from reconcile.offline_runners import CHECK_EVERY as OFFLINE_CHECK_EVERY
 from reconcile.provider_retention import retained_providers, retention_message
@@ -492,15 +494,23 @@ class GarmReconciler:
                 offline_since=_sightings(str(self._stored.offline_since))
                 if check_offline
                 else None,
+                github_view=views_from_json(_loaded(str(self._stored.github_view))),
             )
             if ask_github:
                 self._stored.github_scalesets_asked_at = now.isoformat()
             self._stored.github_quotas = quotas.to_json()
+            if outcome.github_view is not None:
+                self._stored.github_view = json.dumps(views_to_json(outcome.github_view))
             if outcome.offline is not None:
                 self._stored.offline_checked_at = now.isoformat()
                 self._stored.offline_since = json.dumps(dict(outcome.offline.since))
             self.completed_pass = CompletedPass(
-                outcome.report, desired.specs, now, quotas.rows(), outcome.offline
+                outcome.report,
+                desired.specs,
+                now,
+                quotas.rows(),
+                outcome.offline,
+                outcome.github_view,
             )
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
             self._restart_for_dropped_sets(client, dropped_and_kept(outcome.report), now)
@@ -635,12 +645,17 @@ def _garm_config(
     )
 
 
-def _sightings(text: str) -> dict[str, str]:
-    """The kept first sightings of offline runners (name -> ISO time); unreadable: none."""
+def _loaded(text: str) -> Any:
+    """A JSON value kept in the stored state; unreadable or empty: an empty object."""
     try:
-        loaded: Any = json.loads(text) if text else {}
+        return json.loads(text) if text else {}
     except ValueError:
         return {}
+
+
+def _sightings(text: str) -> dict[str, str]:
+    """The kept first sightings of offline runners (name -> ISO time); unreadable: none."""
+    loaded = _loaded(text)
     if not isinstance(loaded, dict):
         return {}
     items = cast(dict[Any, Any], loaded).items()

@@ -24,6 +24,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar, cast
 
+from reconcile.github_view import GithubView
 from reconcile.offline_runners import OfflineReport
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec
@@ -40,6 +41,16 @@ MIN_IDLE: Final = f"{PREFIX}scaleset_min_idle_runners"
 MISSING_AT_GITHUB: Final = f"{PREFIX}scaleset_missing_at_github"
 OFFLINE: Final = f"{PREFIX}scaleset_offline_runners"
 OFFLINE_REMOVED: Final = f"{PREFIX}scaleset_offline_runners_removed_total"
+GH_WAITING: Final = f"{PREFIX}scaleset_github_jobs_waiting"
+GH_RUNNING: Final = f"{PREFIX}scaleset_github_jobs_running"
+GH_WAITING_SINCE: Final = f"{PREFIX}scaleset_github_jobs_waiting_since_timestamp_seconds"
+GH_BUSY: Final = f"{PREFIX}scaleset_github_runners_busy"
+GH_IDLE: Final = f"{PREFIX}scaleset_github_runners_idle"
+GH_NOT_READY: Final = f"{PREFIX}scaleset_github_runners_not_ready"
+GARM_BUSY: Final = f"{PREFIX}scaleset_garm_runners_busy"
+GARM_IDLE: Final = f"{PREFIX}scaleset_garm_runners_idle"
+GH_DISAGREE: Final = f"{PREFIX}scaleset_github_disagrees"
+GH_DISAGREE_SINCE: Final = f"{PREFIX}scaleset_github_disagrees_since_timestamp_seconds"
 API_REMAINING: Final = f"{PREFIX}github_api_remaining"
 API_RESERVE: Final = f"{PREFIX}github_api_reserve"
 CHECKS_SKIPPED: Final = f"{PREFIX}github_checks_skipped"
@@ -57,9 +68,34 @@ METRICS: Final[tuple[tuple[str, str, str], ...]] = (
     (MISSING_AT_GITHUB, "gauge", "1 when GitHub no longer has the live scale set."),
     (OFFLINE, "gauge", "Idle runners GitHub showed offline at the last check (ADR 0035)."),
     (OFFLINE_REMOVED, "counter", "Idle runners the charm removed: offline at GitHub too long."),
+    (GH_WAITING, "gauge", "Jobs waiting at GitHub for the live scale set (ADR 0036)."),
+    (GH_RUNNING, "gauge", "Jobs running at GitHub on the live scale set."),
+    (GH_WAITING_SINCE, "gauge", "Since when jobs have waited at every check (0: none)."),
+    (GH_BUSY, "gauge", "Runners GitHub shows busy."),
+    (GH_IDLE, "gauge", "Runners GitHub shows idle."),
+    (GH_NOT_READY, "gauge", "Runners GitHub shows registered, neither busy nor idle."),
+    (GARM_BUSY, "gauge", "Runners GARM shows busy, at the same check."),
+    (GARM_IDLE, "gauge", "Runners GARM shows idle, at the same check."),
+    (GH_DISAGREE, "gauge", "1 when GitHub's counts and GARM's disagree."),
+    (GH_DISAGREE_SINCE, "gauge", "Since when they have disagreed at every check (0: agree)."),
     (API_REMAINING, "gauge", "REST requests the App installation has left, as GitHub last said."),
     (API_RESERVE, "gauge", "REST requests of the installation the charm leaves to GARM."),
     (CHECKS_SKIPPED, "gauge", "GitHub checks the last pass skipped to keep GARM's reserve."),
+)
+# GitHub's view beside GARM's (ADR 0036): shown only once GitHub answered for the scale set.
+_VIEW_METRICS: Final = frozenset(
+    {
+        GH_WAITING,
+        GH_RUNNING,
+        GH_WAITING_SINCE,
+        GH_BUSY,
+        GH_IDLE,
+        GH_NOT_READY,
+        GARM_BUSY,
+        GARM_IDLE,
+        GH_DISAGREE,
+        GH_DISAGREE_SINCE,
+    }
 )
 # The metrics of an App installation's REST quota (ADR 0034), labelled `installation`.
 _API_METRICS: Final = frozenset({API_REMAINING, API_RESERVE, CHECKS_SKIPPED})
@@ -84,6 +120,9 @@ class ScalesetFacts:
         missing_at_github: whether GitHub no longer has the live scale set (ADR 0029).
         offline: idle runners GitHub showed offline at the last check (ADR 0035).
         offline_removed: idle runners removed for being offline, cumulative across passes.
+        github: GitHub's view beside GARM's at the last check GitHub answered (ADR 0036):
+            `github_view.GithubView` fields as ints (times as Unix seconds, 0 for none);
+            empty before GitHub answered.
     """
 
     scaleset: str
@@ -98,6 +137,7 @@ class ScalesetFacts:
     missing_at_github: bool = False
     offline: int = 0
     offline_removed: int = 0
+    github: dict[str, int] = dataclasses.field(default_factory=dict[str, int])
 
     @property
     def key(self) -> tuple[str, str]:
@@ -175,8 +215,12 @@ def _facts_from(kind: type[_Facts], entry: Mapping[str, Any]) -> _Facts:
     facts = kind(**entry)
     for field in dataclasses.fields(facts):
         value = getattr(facts, field.name)
-        expected = {"str": str, "int": int, "bool": bool}[str(field.type)]
+        expected = {"str": str, "int": int, "bool": bool, "dict[str, int]": dict}[str(field.type)]
         if type(value) is not expected:
+            raise TypeError(f"{field.name} is not {field.type}")
+        if expected is dict and not all(
+            type(item) is int for item in cast(dict[str, Any], value).values()
+        ):
             raise TypeError(f"{field.name} is not {field.type}")
     return facts
 
@@ -194,6 +238,7 @@ class CompletedPass:
     at: datetime.datetime
     github_api: Sequence[Mapping[str, Any]] = ()
     offline: OfflineReport | None = None
+    github_view: Mapping[str, GithubView] | None = None
 
 
 def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState:
@@ -206,10 +251,14 @@ def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState
     before = {facts.key: facts for facts in previous.scalesets}
     reports = {spec_report.logical: spec_report for spec_report in completed.report.specs}
     scalesets = [
-        _offline_facts(
-            _facts(spec, reports.get(spec.name), before.get((spec.application, spec.name))),
+        _view_facts(
+            _offline_facts(
+                _facts(spec, reports.get(spec.name), before.get((spec.application, spec.name))),
+                before.get((spec.application, spec.name)),
+                completed.offline,
+            ),
             before.get((spec.application, spec.name)),
-            completed.offline,
+            completed.github_view,
         )
         for spec in completed.specs
     ]
@@ -227,6 +276,39 @@ def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState
             for row in completed.github_api
         ),
     )
+
+
+def _view_facts(
+    facts: ScalesetFacts, previous: ScalesetFacts | None, views: Mapping[str, GithubView] | None
+) -> ScalesetFacts:
+    """GitHub's view: this check's, or the last one's between checks (and when not answered)."""
+    if views is None or f"{facts.application}/{facts.scaleset}" not in views:
+        kept = dict(previous.github) if previous is not None else {}
+        return dataclasses.replace(facts, github=kept)
+    view = views[f"{facts.application}/{facts.scaleset}"]
+    return dataclasses.replace(
+        facts,
+        github={
+            GH_WAITING: view.jobs_waiting,
+            GH_RUNNING: view.jobs_running,
+            GH_WAITING_SINCE: _seconds(view.waiting_since),
+            GH_BUSY: view.runners_busy,
+            GH_IDLE: view.runners_idle,
+            GH_NOT_READY: view.runners_not_ready,
+            GARM_BUSY: view.garm_busy,
+            GARM_IDLE: view.garm_idle,
+            GH_DISAGREE: int(view.disagree),
+            GH_DISAGREE_SINCE: _seconds(view.disagree_since),
+        },
+    )
+
+
+def _seconds(moment: str) -> int:
+    """An ISO 8601 time as Unix seconds; "" (none) or unreadable as 0."""
+    try:
+        return int(datetime.datetime.fromisoformat(moment).timestamp())
+    except ValueError:
+        return 0
 
 
 def _offline_facts(
@@ -296,6 +378,8 @@ def _samples(
             yield {"installation": str(quota.installation)}, _number(_api_value(name, quota))
         return
     for facts in state.scalesets:
+        if name in _VIEW_METRICS and name not in facts.github:
+            continue
         labels = {"scaleset": facts.scaleset, "application": facts.application}
         if name == MIN_IDLE:
             labels["window"] = facts.window
@@ -303,6 +387,8 @@ def _samples(
 
 
 def _value(name: str, facts: ScalesetFacts) -> int:
+    if name in _VIEW_METRICS:
+        return facts.github[name]
     values = {
         OUTDATED: facts.outdated,
         BUSY_OUTDATED: facts.busy_outdated,

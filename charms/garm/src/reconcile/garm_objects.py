@@ -21,6 +21,7 @@ from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unu
 from reconcile.github_http import Quotas
 from reconcile.github_objects import GithubReport, reconcile_github
 from reconcile.github_scalesets import ScaleSetCheck
+from reconcile.github_view import GithubView, combine
 from reconcile.offline_runners import OfflineCheck, OfflineReport, reap_offline
 from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
 from reconcile.schedule_status import with_schedule
@@ -69,6 +70,8 @@ class ObjectsOutcome:
         report: the scale-set pass in full, for the log and the provider retention.
         offline: what the check of runners GitHub shows offline did (ADR 0035); None when
             the pass did not check.
+        github_view: GitHub's view of each live scale set beside GARM's, by
+            `<application>/<scale set>` (ADR 0036); None when the pass did not ask GitHub.
     """
 
     blocked: str
@@ -77,6 +80,7 @@ class ObjectsOutcome:
     active: str
     report: ReconcileReport
     offline: OfflineReport | None = None
+    github_view: Mapping[str, GithubView] | None = None
 
 
 def reconcile_objects(
@@ -89,6 +93,7 @@ def reconcile_objects(
     ask_github_scalesets: bool = False,
     quotas: Quotas | None = None,
     offline_since: Mapping[str, str] | None = None,
+    github_view: Mapping[str, GithubView] | None = None,
 ) -> ObjectsOutcome:
     """Run the GitHub pass, then the scale-set pass between the template steps; summarise.
 
@@ -98,13 +103,17 @@ def reconcile_objects(
     creates a live one GitHub dropped again under a new name (ADR 0029). Every such call
     keeps the reserve of `quotas` for GARM (ADR 0034), and records what GitHub said of them.
     With `offline_since` too (the sightings kept from the last check), idle runners GitHub has
-    shown offline past a bound are removed (ADR 0035).
+    shown offline past a bound are removed (ADR 0035). When GitHub is asked about scale sets,
+    its statistics of each live one are put beside GARM's runners, from `github_view` (the
+    last views kept, ADR 0036).
     """
     quotas = quotas if quotas is not None else Quotas()
     github = reconcile_github(api, desired.bindings, complete=desired.complete)
     for warning in github.warnings:
         logger.warning("%s", warning)
     templates = sync_templates(api, dict(desired.runner_templates))
+    ask_scalesets = proxy is not None and ask_github_scalesets
+    scaleset_check = _scaleset_check(api, desired, proxy, quotas) if proxy is not None else None
     report = reconcile(
         api,
         desired.specs,
@@ -112,13 +121,18 @@ def reconcile_objects(
         settings=settings,
         sweep_orphans=desired.complete,
         finished_at_github=None if proxy is None else _runner_check(api, desired, proxy, quotas),
-        missing_at_github=(
-            _scaleset_check(api, desired, proxy, quotas)
-            if proxy is not None and ask_github_scalesets
-            else None
-        ),
+        missing_at_github=scaleset_check if ask_scalesets else None,
         sleep=None if proxy is None else time.sleep,
     )
+    views = None
+    if ask_scalesets and scaleset_check is not None:
+        views = combine(
+            github_view or {},
+            scaleset_check.statistics,
+            report.held,
+            api.list_instances(),
+            now=now,
+        )
     offline = None
     if proxy is not None and offline_since is not None:
         check = OfflineCheck(
@@ -141,6 +155,7 @@ def reconcile_objects(
         active=with_schedule(status_message(report), desired.specs),
         report=report,
         offline=offline,
+        github_view=views,
     )
 
 

@@ -33,6 +33,7 @@ from reconcile.github_http import (
     string_field,
 )
 from reconcile.github_objects import GithubApp
+from reconcile.github_view import ScaleSetStats
 from reconcile.runner_checks import BUDGET_SECONDS, GITHUB_ENDPOINT
 from scaleset_reconciler import GithubScaleSetRef
 from scaleset_reconciler.plan import entity_key
@@ -89,6 +90,8 @@ class ScaleSetCheck:
             by then is not named.
         quotas: the installations' REST quotas; an entity whose installation's reserve for
             GARM cannot spare a call is not asked (ADR 0034).
+        statistics: filled with GitHub's statistics of each scale set it answered for, by
+            GARM's id (ADR 0036), within the budget.
     """
 
     endpoint: Callable[[], GithubEndpoint | None]
@@ -97,6 +100,9 @@ class ScaleSetCheck:
     clock: Callable[[], float] = time.time
     budget_seconds: float = BUDGET_SECONDS
     quotas: Quotas = dataclasses.field(default_factory=Quotas)
+    statistics: dict[int, ScaleSetStats] = dataclasses.field(
+        default_factory=dict[int, ScaleSetStats]
+    )
 
     def __call__(self, scalesets: Sequence[GithubScaleSetRef]) -> frozenset[int]:
         """Return GARM's ids of `scalesets` GitHub no longer has; never raises for GitHub.
@@ -175,8 +181,11 @@ class ScaleSetCheck:
                     "GitHub scale sets: no runner group %r for %r; not asked", group, ref.name
                 )
                 continue
-            if actions.lacks(ref, group_id):
+            lacks, stats = actions.look_up(ref, group_id)
+            if lacks:
                 found.add(ref.scaleset_id)
+            elif stats is not None and not found.closed:
+                self.statistics[ref.scaleset_id] = stats
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,11 +275,12 @@ class _ActionsService:
     url: str
     token: str
 
-    def lacks(self, ref: GithubScaleSetRef, group_id: int) -> bool:
+    def look_up(self, ref: GithubScaleSetRef, group_id: int) -> tuple[bool, ScaleSetStats | None]:
         """Whether GitHub answered that it has no scale set of the name in the group.
 
         A scale set of that name under another id is not GARM's, but GitHub has one of the
-        name: GARM's worker refuses it too, so it is logged and not named missing.
+        name: GARM's worker refuses it too, so it is logged and not named missing. With GARM's
+        scale set found, also its statistics (None when the answer has none readable).
         """
         query = {"runnerGroupId": group_id, "name": ref.name, "api-version": API_VERSION}
         answer = json_object(
@@ -281,16 +291,18 @@ class _ActionsService:
         if not _is_int(count):
             raise GithubUnavailable("the scale set lookup has no count")
         if count == 0:
-            return True
+            return True, None
         listed: Any = answer.get("value")
         items = _objects(cast(list[Any], listed)) if isinstance(listed, list) else []
-        if ref.github_id not in {item.get("id") for item in items}:
+        mine = next((item for item in items if item.get("id") == ref.github_id), None)
+        if mine is None:
             logger.warning(
                 "GitHub scale sets: GitHub has a scale set named %r that is not GARM's (id %d)",
                 ref.name,
                 ref.github_id,
             )
-        return False
+            return False, None
+        return False, ScaleSetStats.from_wire(mine.get("statistics"))
 
     def _url(self, query: Mapping[str, object]) -> str:
         """The lookup's URL: the service's URL, its path joined, its own query kept first."""

@@ -21,6 +21,7 @@ from reconcile.charm_metrics import (
     escape_label_value,
     render,
 )
+from reconcile.github_view import GithubView
 from reconcile.offline_runners import IdleRunner, OfflineReport
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
@@ -43,9 +44,33 @@ def completed(
     at: datetime.datetime = NOW,
     github_api: tuple[dict[str, object], ...] = (),
     offline: OfflineReport | None = None,
+    github_view: dict[str, GithubView] | None = None,
 ):
-    """A completed pass that reported `reports` for `specs` (quotas, offline runners)."""
-    return CompletedPass(ReconcileReport(specs=list(reports)), specs, at, github_api, offline)
+    """A completed pass that reported `reports` for `specs` (quotas, offline runners, view)."""
+    return CompletedPass(
+        ReconcileReport(specs=list(reports)), specs, at, github_api, offline, github_view
+    )
+
+
+def view(**fields: object) -> dict[str, GithubView]:
+    """GitHub's view of `small` of small-app: 4 jobs waiting since 11:30, disagreeing since."""
+    values: dict[str, object] = {
+        "scaleset": "small",
+        "application": "small-app",
+        "checked_at": NOW.isoformat(),
+        "jobs_waiting": 4,
+        "jobs_running": 1,
+        "runners_busy": 1,
+        "runners_idle": 0,
+        "runners_not_ready": 2,
+        "garm_busy": 1,
+        "garm_idle": 2,
+        "disagree": True,
+        "waiting_since": (NOW - datetime.timedelta(minutes=30)).isoformat(),
+        "disagree_since": (NOW - datetime.timedelta(minutes=15)).isoformat(),
+    }
+    values.update(fields)
+    return {"small-app/small": GithubView(**values)}  # pyright: ignore[reportArgumentType]
 
 
 def offline_check(removed: int, shown: int) -> OfflineReport:
@@ -100,7 +125,13 @@ def test_a_pass_becomes_one_series_per_metric_and_scale_set():
     text = render(
         after_pass(
             MetricsState(),
-            completed(report, specs=(small,), github_api=(QUOTA,), offline=offline_check(1, 2)),
+            completed(
+                report,
+                specs=(small,),
+                github_api=(QUOTA,),
+                offline=offline_check(1, 2),
+                github_view=view(),
+            ),
         ),
         paused=False,
     )
@@ -121,6 +152,20 @@ def test_a_pass_becomes_one_series_per_metric_and_scale_set():
         f"garm_charm_scaleset_missing_at_github{labels}": "1",
         f"garm_charm_scaleset_offline_runners{labels}": "2",
         f"garm_charm_scaleset_offline_runners_removed_total{labels}": "1",
+        f"garm_charm_scaleset_github_jobs_waiting{labels}": "4",
+        f"garm_charm_scaleset_github_jobs_running{labels}": "1",
+        f"garm_charm_scaleset_github_jobs_waiting_since_timestamp_seconds{labels}": str(
+            int(NOW.timestamp()) - 1800
+        ),
+        f"garm_charm_scaleset_github_runners_busy{labels}": "1",
+        f"garm_charm_scaleset_github_runners_idle{labels}": "0",
+        f"garm_charm_scaleset_github_runners_not_ready{labels}": "2",
+        f"garm_charm_scaleset_garm_runners_busy{labels}": "1",
+        f"garm_charm_scaleset_garm_runners_idle{labels}": "2",
+        f"garm_charm_scaleset_github_disagrees{labels}": "1",
+        f"garm_charm_scaleset_github_disagrees_since_timestamp_seconds{labels}": str(
+            int(NOW.timestamp()) - 900
+        ),
     }
     assert "# TYPE garm_charm_scaleset_stuck_runners_removed_total counter" in text
     for name in METRIC_NAMES:
@@ -333,3 +378,27 @@ def test_the_offline_counts_carry_over_between_checks_and_the_removals_add_up():
         (3, 1),
         (0, 3),
     ]
+
+
+def test_githubs_view_is_absent_until_github_answers_then_kept_between_checks():
+    """Arrange: a pass before GitHub answered, one with GitHub's view, one without a check.
+
+    Act: after_pass each, through the kept JSON; render the last.
+
+    Assert: no view series at first; the view's counts after the check, kept by the pass
+    without one (agreeing: since 0).
+    """
+    small = spec()
+    before = after_pass(MetricsState(), completed(specs=(small,)))
+    checked = after_pass(
+        MetricsState.from_json(before.to_json()),
+        completed(specs=(small,), github_view=view(disagree=False, disagree_since="")),
+    )
+    between = after_pass(MetricsState.from_json(checked.to_json()), completed(specs=(small,)))
+
+    assert "scaleset_github" not in render(before, paused=False)
+    shown = samples(render(between, paused=False))
+    labels = '{scaleset="small",application="small-app"}'
+    assert shown[f"garm_charm_scaleset_github_jobs_waiting{labels}"] == "4"
+    assert shown[f"garm_charm_scaleset_github_disagrees{labels}"] == "0"
+    assert shown[f"garm_charm_scaleset_github_disagrees_since_timestamp_seconds{labels}"] == "0"
