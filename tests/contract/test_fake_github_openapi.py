@@ -14,8 +14,10 @@ against GitHub's own client (`test_fake_github_actions_service.py`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
+import jsonschema
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -26,6 +28,7 @@ from garm_api.models import EntityKind, GithubEndpoint
 from must_run import cannot_run
 from reconcile.github_objects import GithubApp
 from reconcile.github_scalesets import ScaleSetCheck
+from reconcile.offline_runners import IdleRunner, OfflineCheck
 from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler import GithubScaleSetRef
 from scaleset_reconciler.plan import BusyRunner, entity_key
@@ -87,21 +90,25 @@ def github() -> Iterator[FakeGitHub]:
 
 
 def charm_requests(github: FakeGitHub, app: GithubApp) -> list[Recorded]:
-    """Run both of the charm's GitHub checks on each entity; return the REST requests made.
+    """Run the charm's GitHub checks on each entity; return the REST requests made.
 
     Each entity has a busy runner GitHub lists and one whose job ended (GitHub answers 404 for
-    it), and a scale set in the runner group `large` (an organization and an enterprise look
-    the group up).
+    it), an idle runner GitHub shows offline, and a scale set in the runner group `large` (an
+    organization and an enterprise look the group up).
     """
     endpoint = GithubEndpoint("github.com", "", github.url, f"{github.url}/api/v3/", "", b"")
     apps = {entity_key(kind, name): app for kind, name in ENTITIES}
     busy: list[BusyRunner] = []
     scalesets: list[GithubScaleSetRef] = []
+    idle: list[IdleRunner] = []
     for index, (kind, name) in enumerate(ENTITIES):
         busy += [_busy(github, kind, name, f"busy-{index}"), _busy(github, kind, name, "")]
         scalesets.append(_at_github(github, index, kind, name))
+        idle.append(_offline(github, kind, name, f"idle-{index}"))
     RunnerCheck(lambda: endpoint, apps, ProxyConfig(), clock=lambda: NOW)(busy)
     ScaleSetCheck(lambda: endpoint, apps, ProxyConfig(), clock=lambda: NOW)(scalesets)
+    sighting = OfflineCheck(lambda: endpoint, apps, ProxyConfig(), clock=lambda: NOW)(idle)
+    assert sighting.offline == {runner.name for runner in idle}
     return [
         Recorded(method, target.removeprefix("/api/v3"), status, body)
         for method, target, status, body in github.answers
@@ -118,6 +125,15 @@ def _busy(github: FakeGitHub, kind: EntityKind, entity: str, name: str) -> BusyR
     if name:
         github.start_job(1, name)
     return BusyRunner(name or f"gone-{agent_id}", agent_id, kind, entity)
+
+
+def _offline(github: FakeGitHub, kind: EntityKind, entity: str, name: str) -> IdleRunner:
+    """A runner GARM shows idle that GitHub lists offline."""
+    with github.lock:
+        agent_id = github.new_id()
+        github.runners[agent_id] = {"id": agent_id, "name": name, "runnerScaleSetId": 1}
+    github.set_offline(name)
+    return IdleRunner(name, agent_id, kind, entity, "small", "small-app")
 
 
 def _at_github(github: FakeGitHub, index: int, kind: EntityKind, entity: str) -> GithubScaleSetRef:
@@ -197,3 +213,49 @@ def test_a_wrongly_named_field_in_a_fake_answer_fails_the_check(
         assert runners
         assert all(runners)
         assert all("'ephemeral_runner' was unexpected" in p for p in problems)
+
+
+# GitHub's rate-limit headers (its REST docs, "Rate limits for the REST API") and the component
+# of the description that gives each one's schema; no operation of the description refers to
+# them, since GitHub sends them with every answer.
+RATE_HEADERS = {
+    "x-ratelimit-limit": "x-rate-limit-limit",
+    "x-ratelimit-remaining": "x-rate-limit-remaining",
+    "x-ratelimit-reset": "x-rate-limit-reset",
+}
+
+
+@pytest.mark.parametrize("name", [openapi.PUBLIC, openapi.OLDEST_GHES])
+def test_every_rest_answer_states_the_rate_limit_as_github_documents_it(
+    descriptions: dict[str, Description], github: FakeGitHub, app: GithubApp, name: str
+):
+    """Arrange: the fake GitHub with runners and scale sets of three entities.
+
+    Act: run the charm's runner and scale-set checks; read every REST answer's headers.
+
+    Assert: each carries `X-RateLimit-Limit`, `-Remaining` and `-Reset`, each valid for the
+    description's schema of it (an integer); the installation's remaining count goes down by
+    one per call it makes, from the limit, and the window ends in the future.
+    """
+    charm_requests(github, app)
+    components = descriptions[name].document["components"]["headers"]
+
+    stated: list[dict[str, int]] = []
+    for _, _, headers in github.rate_headers:
+        lowered = {key.lower(): value for key, value in headers.items()}
+        assert set(RATE_HEADERS) <= set(lowered)
+        for header, component in RATE_HEADERS.items():
+            schema = descriptions[name].json_schema(components[component]["schema"])
+            jsonschema.validate(int(lowered[header]), schema)
+        stated.append({key: int(lowered[key]) for key in RATE_HEADERS})
+
+    installation = [
+        s
+        for (_, path, _), s in zip(github.rate_headers, stated, strict=True)
+        if "/app/" not in path
+    ]
+    assert len(stated) == len([t for _, t, _, _ in github.answers if t.startswith("/api/v3/")])
+    assert [s["x-ratelimit-remaining"] for s in installation] == [
+        5000 - count for count in range(1, len(installation) + 1)
+    ]
+    assert all(s["x-ratelimit-reset"] > time.time() for s in stated)

@@ -44,6 +44,10 @@ class FakeGitHubConfig:
         drip_paths: when not empty, only answers to paths ending with one of these drip.
         refuse_busy_removal: an agent running a job is not removed: its DELETE answers 400
             with `JOB_STILL_RUNNING`, as GitHub's Actions service refuses a busy runner.
+        rate_limit: the requests per hour each token's owner may make to the REST API (an
+            App installation for its installation tokens, the PAT's user for the PAT); every
+            REST answer says how many are left (`X-RateLimit-*`), and each authenticated REST
+            call but `GET /rate_limit` spends one, as GitHub counts them.
     """
 
     token: str = "fake-pat-token"
@@ -56,6 +60,7 @@ class FakeGitHubConfig:
     drip_seconds: float = 0.0
     drip_paths: frozenset[str] = frozenset()
     refuse_busy_removal: bool = True
+    rate_limit: int = 5000
 
 
 def exception(key: str, message: str) -> dict[str, Any]:
@@ -145,6 +150,8 @@ class FakeGitHub(LoopbackServer):
         self.sessions: dict[str, int] = {}
         self.runners: dict[int, dict[str, Any]] = {}
         self.assigned_jobs: dict[int, int] = {}
+        # Jobs assigned to a scale set that no runner runs yet (its statistics count them).
+        self.waiting_jobs: dict[int, int] = {}
         # Job messages waiting for the next poll, per scale set; runner name -> running job.
         self.job_messages: dict[int, list[dict[str, Any]]] = {}
         self.running_jobs: dict[str, tuple[int, int]] = {}
@@ -152,6 +159,11 @@ class FakeGitHub(LoopbackServer):
         # Every routed request's answer: (method, path with query, status, JSON body or None).
         self.answers: list[tuple[str, str, int, Any]] = []
         self.installation_tokens: dict[str, int] = {}
+        # REST calls spent in the current rate-limit window, per quota owner (`quota_owner`).
+        self.rate_used: dict[str, int] = {}
+        self.rate_reset = int(time.time()) + 3600
+        # Every REST answer's rate-limit headers: (method, path with query, headers).
+        self.rate_headers: list[tuple[str, str, dict[str, str]]] = []
         self.app_jwts: list[str] = []
         self._issued: list[str] = []
         self.lock = threading.RLock()
@@ -177,6 +189,38 @@ class FakeGitHub(LoopbackServer):
         with self.lock:
             self.scale_sets.pop(scale_set_id, None)
 
+    def set_waiting_jobs(self, scale_set_id: int, count: int) -> None:
+        """Have `count` jobs assigned to the scale set that no runner runs yet.
+
+        Its statistics (the scale-set lookup's `statistics`) count them as assigned jobs
+        beside the running ones.
+        """
+        with self.lock:
+            self.waiting_jobs[scale_set_id] = count
+
+    def statistics(self, scale_set_id: int) -> dict[str, int]:
+        """`RunnerScaleSetStatistic` of a scale set, from what the fake holds.
+
+        Registered runners are its JIT runners not yet gone; busy ones run a job; idle ones are
+        the others GitHub shows online. Assigned jobs are the waiting ones and the running ones
+        (all acquired: GARM acquires what it is offered), none left available.
+        """
+        with self.lock:
+            mine = [r for r in self.runners.values() if r.get("runnerScaleSetId") == scale_set_id]
+            busy = sum(1 for r in mine if r["name"] in self.running_jobs)
+            online = sum(1 for r in mine if r.get("status", "online") == "online")
+            running = sum(1 for owner, _ in self.running_jobs.values() if owner == scale_set_id)
+            assigned = running + self.waiting_jobs.get(scale_set_id, 0)
+        return {
+            "totalAvailableJobs": 0,
+            "totalAcquiredJobs": assigned,
+            "totalAssignedJobs": assigned,
+            "totalRunningJobs": running,
+            "totalRegisteredRunners": len(mine),
+            "totalBusyRunners": busy,
+            "totalIdleRunners": max(online - busy, 0),
+        }
+
     def set_assigned_jobs(self, scale_set_id: int, count: int) -> None:
         """Make the next message-queue poll report `count` assigned jobs (desired runners)."""
         with self.lock:
@@ -197,6 +241,16 @@ class FakeGitHub(LoopbackServer):
             self.running_jobs[runner_name] = (scale_set_id, request_id)
             self._queue_job(scale_set_id, "JobStarted", request_id, runner_name)
         return request_id
+
+    def set_offline(self, runner_name: str, offline: bool = True) -> None:
+        """Show the runner offline (its agent lost GitHub, as after an outage) or online again.
+
+        Both the REST runner list and the Actions service's agents list show it.
+        """
+        with self.lock:
+            for runner in self.runners.values():
+                if runner["name"] == runner_name:
+                    runner["status"] = "offline" if offline else "online"
 
     def finish_job(self, runner_name: str) -> None:
         """Finish the runner's job as GitHub does with an ephemeral runner.
@@ -259,6 +313,43 @@ class FakeGitHub(LoopbackServer):
         with self.lock:
             return token == self.config.token or token in self.installation_tokens
 
+    def quota_owner(self, header: str) -> str:
+        """Whose REST quota a call spends, from its `Authorization` header.
+
+        `installation-<id>` for an installation token (GitHub gives each App installation its
+        own quota), `pat` for the PAT, `app` for anything else (an App's JWT).
+        """
+        token = header.split(" ", 1)[-1]
+        with self.lock:
+            installation = self.installation_tokens.get(token)
+        if installation is not None:
+            return f"installation-{installation}"
+        return "pat" if token == self.config.token else "app"
+
+    def spend(self, owner: str, count: int) -> None:
+        """Spend `count` of `owner`'s REST quota (GARM's own calls, in a test's story)."""
+        with self.lock:
+            self._roll_window()
+            self.rate_used[owner] = self.rate_used.get(owner, 0) + count
+
+    def rate(self, owner: str) -> dict[str, int]:
+        """`owner`'s rate limit now, as `GET /rate_limit` shows the core resource."""
+        with self.lock:
+            self._roll_window()
+            limit = self.config.rate_limit
+            used = min(self.rate_used.get(owner, 0), limit)
+            return {
+                "limit": limit,
+                "used": used,
+                "remaining": limit - used,
+                "reset": self.rate_reset,
+            }
+
+    def _roll_window(self) -> None:
+        if time.time() >= self.rate_reset:
+            self.rate_used.clear()
+            self.rate_reset = int(time.time()) + 3600
+
     def issue_jwt(self, claims: dict[str, Any] | None = None) -> str:
         """Return a new JWT (see `jwt`) and remember it as issued."""
         token = jwt(claims)
@@ -316,17 +407,18 @@ def _expires() -> str:
 def rate_limit(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """G1: a rate limit with `resources.core` (without it GARM crashes)."""
-    return Answer(200, {"resources": {"core": _core_rate()}, "rate": _core_rate()})
+    """G1: a rate limit with `resources.core` (without it GARM crashes); it spends nothing."""
+    core = gh.rate(gh.quota_owner(params["authorization"]))
+    return Answer(200, {"resources": {"core": core}, "rate": core})
 
 
-def rate_limit_headers() -> dict[str, str]:
-    """The `X-RateLimit-*` headers GitHub sends with every REST answer.
+def rate_limit_headers(core: dict[str, int]) -> dict[str, str]:
+    """The `X-RateLimit-*` headers GitHub sends with every REST answer, for a rate limit.
 
     GARM records them after each call as the credentials' rate limit: without them it shows a
-    zero rate (`{"reset": -62135596800}`), which GitHub never sends.
+    zero rate (`{"reset": -62135596800}`), which GitHub never sends. The charm reads them to
+    keep a reserve of the quota for GARM.
     """
-    core = _core_rate()
     return {
         "X-RateLimit-Limit": str(core["limit"]),
         "X-RateLimit-Remaining": str(core["remaining"]),
@@ -334,10 +426,6 @@ def rate_limit_headers() -> dict[str, str]:
         "X-RateLimit-Reset": str(core["reset"]),
         "X-RateLimit-Resource": "core",
     }
-
-
-def _core_rate() -> dict[str, int]:
-    return {"limit": 5000, "used": 0, "remaining": 5000, "reset": int(time.time()) + 3600}
 
 
 def downloads(
@@ -427,7 +515,7 @@ def _rest_runner(gh: FakeGitHub, runner: dict[str, Any]) -> dict[str, Any]:
         "id": runner["id"],
         "name": runner["name"],
         "os": "Linux",
-        "status": "online",
+        "status": runner.get("status", "online"),
         "busy": runner["name"] in gh.running_jobs,
         "ephemeral": True,
         "labels": [],
@@ -504,12 +592,14 @@ def _claims(token: str, alg: str) -> dict[str, Any] | None:
 def find_scale_sets(
     gh: FakeGitHub, params: dict[str, str], body: Any, query: dict[str, list[str]]
 ) -> Answer:
-    """A1: look a scale set up by name and runner group."""
+    """A1: look a scale set up by name and runner group, with its statistics."""
     name = query.get("name", [""])[0]
     group = int(query.get("runnerGroupId", ["1"])[0] or 1)
     with gh.lock:
         found = [
-            s for s in gh.scale_sets.values() if s["name"] == name and s["runnerGroupId"] == group
+            s | {"statistics": gh.statistics(s["id"])}
+            for s in gh.scale_sets.values()
+            if s["name"] == name and s["runnerGroupId"] == group
         ]
     return Answer(200, {"count": len(found), "value": found})
 
@@ -720,7 +810,7 @@ def _statistics(assigned: int) -> dict[str, int]:
 
 def _agent(gh: FakeGitHub, runner: dict[str, Any]) -> dict[str, Any]:
     busy = runner["name"] in gh.running_jobs
-    return runner | {"status": "online", "busy": busy, "labels": []}
+    return runner | {"status": runner.get("status", "online"), "busy": busy, "labels": []}
 
 
 _API = r"/api/v3"
@@ -800,13 +890,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             if parts.path.startswith(_API):
-                for name, value in rate_limit_headers().items():
+                headers = rate_limit_headers(self._spend(method, parts.path))
+                with self.github.lock:
+                    self.github.rate_headers.append((method, self.path, headers))
+                for name, value in headers.items():
                     self.send_header(name, value)
             self.end_headers()
             self._write(payload, parts.path)
         except (BrokenPipeError, ConnectionResetError):
             # GARM closed a held long poll (stopping, or a listener restart): nobody to answer.
             self.close_connection = True
+
+    def _spend(self, method: str, path: str) -> dict[str, int]:
+        """Spend one of the caller's REST quota (not for `GET /rate_limit`); its rate after."""
+        owner = self.github.quota_owner(self.headers.get("Authorization", ""))
+        if not (method == "GET" and path.rstrip("/") == f"{_API}/rate_limit"):
+            self.github.spend(owner, 1)
+        return self.github.rate(owner)
 
     def _write(self, payload: bytes, path: str) -> None:
         """Send the body at once, or dripping (`FakeGitHubConfig.drip_seconds`) until stopped."""

@@ -35,6 +35,8 @@ from reconcile.bootstrap import read_secrets
 from reconcile.charm_metrics import MetricsState, after_pass, render
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
+from reconcile.github_http import Quotas
+from reconcile.github_view import from_json as views_from_json
 from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
 from reconcile.restore_check import RestoreCheck
 from reconcile.teardown import TEARDOWN_SINCE_KEY, TeardownReport, teardown_since
@@ -74,7 +76,13 @@ class GarmCharm(ops.CharmBase):
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
         self._stored.set_default(
-            debug_ssh={}, github_scalesets_asked_at="", garm_restarted_for_github_at=""
+            debug_ssh={},
+            github_scalesets_asked_at="",
+            garm_restarted_for_github_at="",
+            github_quotas="",
+            offline_checked_at="",
+            offline_since="{}",
+            github_view="{}",
         )
         # What this hook read from Juju, once: the state, or why the config is invalid.
         self._snapshot: CharmState | InvalidConfigError | None = None
@@ -370,6 +378,16 @@ class GarmCharm(ops.CharmBase):
                 "scalesets": json.dumps(listing.scalesets),
                 "changeovers": json.dumps(listing.changeovers),
                 "surge": json.dumps(listing.surge),
+                "github-api": json.dumps(Quotas.from_json(str(self._stored.github_quotas)).rows()),
+                "offline-runners": str(self._stored.offline_since),
+                "github-view": json.dumps(
+                    [
+                        view.row()
+                        for view in views_from_json(
+                            json.loads(str(self._stored.github_view))
+                        ).values()
+                    ]
+                ),
             }
         )
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final, cast
 
 import ops
 from ops.framework import BoundStoredState
@@ -46,8 +47,12 @@ from reconcile.charm_metrics import CompletedPass
 from reconcile.credential_rotation import settle_admin_password
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import reconcile_objects
+from reconcile.github_http import Quotas
 from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
+from reconcile.github_view import from_json as views_from_json
+from reconcile.github_view import to_json as views_to_json
 from reconcile.metrics_token import token_is_current
+from reconcile.offline_runners import CHECK_EVERY as OFFLINE_CHECK_EVERY
 from reconcile.provider_retention import retained_providers, retention_message
 from reconcile.restore_check import RestoreCheck, check_restore, unknown_check
 from reconcile.teardown import TeardownReport, teardown, teardown_pass
@@ -575,6 +580,9 @@ class GarmReconciler:
     ) -> ops.StatusBase:
         now = self._clock()
         ask_github = is_due(str(self._stored.github_scalesets_asked_at), now, CHECK_EVERY)
+        # The installations' quotas as the last pass saw them (ADR 0039); this pass's skips only.
+        quotas = Quotas.from_json(str(self._stored.github_quotas)).fresh()
+        check_offline = is_due(str(self._stored.offline_checked_at), now, OFFLINE_CHECK_EVERY)
         try:
             outcome = reconcile_objects(
                 client,
@@ -583,10 +591,28 @@ class GarmReconciler:
                 settings=reconcile_settings(config),
                 proxy=garm_config.proxy,
                 ask_github_scalesets=ask_github,
+                quotas=quotas,
+                offline_since=_sightings(str(self._stored.offline_since))
+                if check_offline
+                else None,
+                github_view=views_from_json(_loaded(str(self._stored.github_view))),
             )
             if ask_github:
                 self._stored.github_scalesets_asked_at = now.isoformat()
-            self.completed_pass = CompletedPass(outcome.report, desired.specs, now)
+            self._stored.github_quotas = quotas.to_json()
+            if outcome.github_view is not None:
+                self._stored.github_view = json.dumps(views_to_json(outcome.github_view))
+            if outcome.offline is not None:
+                self._stored.offline_checked_at = now.isoformat()
+                self._stored.offline_since = json.dumps(dict(outcome.offline.since))
+            self.completed_pass = CompletedPass(
+                outcome.report,
+                desired.specs,
+                now,
+                quotas.rows(),
+                outcome.offline,
+                outcome.github_view,
+            )
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
             self._restart_for_dropped_sets(client, dropped_and_kept(outcome.report), now)
         except (GarmError, WorkloadError) as error:
@@ -720,6 +746,23 @@ def _garm_config(
         garm_version=version,
         tls=tls,
     )
+
+
+def _loaded(text: str) -> Any:
+    """A JSON value kept in the stored state; unreadable or empty: an empty object."""
+    try:
+        return json.loads(text) if text else {}
+    except ValueError:
+        return {}
+
+
+def _sightings(text: str) -> dict[str, str]:
+    """The kept first sightings of offline runners (name -> ISO time); unreadable: none."""
+    loaded = _loaded(text)
+    if not isinstance(loaded, dict):
+        return {}
+    items = cast(dict[Any, Any], loaded).items()
+    return {str(k): v for k, v in items if isinstance(v, str)}
 
 
 def _holder_stopped(peers: ops.Relation, lease: fencing.Lease | None, claim: HostClaim) -> bool:

@@ -21,9 +21,11 @@ import dataclasses
 import datetime
 import json
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, TypeVar, cast
 
+from reconcile.github_view import GithubView
+from reconcile.offline_runners import OfflineReport
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec
 
@@ -39,6 +41,21 @@ MIN_IDLE: Final = f"{PREFIX}scaleset_min_idle_runners"
 MISSING_AT_GITHUB: Final = f"{PREFIX}scaleset_missing_at_github"
 QUEUE_POSITION: Final = f"{PREFIX}scaleset_queue_position"
 QUEUED: Final = f"{PREFIX}changeovers_queued"
+OFFLINE: Final = f"{PREFIX}scaleset_offline_runners"
+OFFLINE_REMOVED: Final = f"{PREFIX}scaleset_offline_runners_removed_total"
+GH_WAITING: Final = f"{PREFIX}scaleset_github_jobs_waiting"
+GH_RUNNING: Final = f"{PREFIX}scaleset_github_jobs_running"
+GH_WAITING_SINCE: Final = f"{PREFIX}scaleset_github_jobs_waiting_since_timestamp_seconds"
+GH_BUSY: Final = f"{PREFIX}scaleset_github_runners_busy"
+GH_IDLE: Final = f"{PREFIX}scaleset_github_runners_idle"
+GH_NOT_READY: Final = f"{PREFIX}scaleset_github_runners_not_ready"
+GARM_BUSY: Final = f"{PREFIX}scaleset_garm_runners_busy"
+GARM_IDLE: Final = f"{PREFIX}scaleset_garm_runners_idle"
+GH_DISAGREE: Final = f"{PREFIX}scaleset_github_disagrees"
+GH_DISAGREE_SINCE: Final = f"{PREFIX}scaleset_github_disagrees_since_timestamp_seconds"
+API_REMAINING: Final = f"{PREFIX}github_api_remaining"
+API_RESERVE: Final = f"{PREFIX}github_api_reserve"
+CHECKS_SKIPPED: Final = f"{PREFIX}github_checks_skipped"
 
 # Every metric the charm exports: (name, type, help). Rules and dashboards may use these.
 METRICS: Final[tuple[tuple[str, str, str], ...]] = (
@@ -53,7 +70,39 @@ METRICS: Final[tuple[tuple[str, str, str], ...]] = (
     (MISSING_AT_GITHUB, "gauge", "1 when GitHub no longer has the live scale set."),
     (QUEUE_POSITION, "gauge", "Place of its changeover in the surge budget's queue; 0: none."),
     (QUEUED, "gauge", "Changeovers waiting for the surge budget (changeover-surge)."),
+    (OFFLINE, "gauge", "Idle runners GitHub showed offline at the last check (ADR 0040)."),
+    (OFFLINE_REMOVED, "counter", "Idle runners the charm removed: offline at GitHub too long."),
+    (GH_WAITING, "gauge", "Jobs waiting at GitHub for the live scale set (ADR 0041)."),
+    (GH_RUNNING, "gauge", "Jobs running at GitHub on the live scale set."),
+    (GH_WAITING_SINCE, "gauge", "Since when jobs have waited at every check (0: none)."),
+    (GH_BUSY, "gauge", "Runners GitHub shows busy."),
+    (GH_IDLE, "gauge", "Runners GitHub shows idle."),
+    (GH_NOT_READY, "gauge", "Runners GitHub shows registered, neither busy nor idle."),
+    (GARM_BUSY, "gauge", "Runners GARM shows busy, at the same check."),
+    (GARM_IDLE, "gauge", "Runners GARM shows idle, at the same check."),
+    (GH_DISAGREE, "gauge", "1 when GitHub's counts and GARM's disagree."),
+    (GH_DISAGREE_SINCE, "gauge", "Since when they have disagreed at every check (0: agree)."),
+    (API_REMAINING, "gauge", "REST requests the App installation has left, as GitHub last said."),
+    (API_RESERVE, "gauge", "REST requests of the installation the charm leaves to GARM."),
+    (CHECKS_SKIPPED, "gauge", "GitHub checks the last pass skipped to keep GARM's reserve."),
 )
+# GitHub's view beside GARM's (ADR 0041): shown only once GitHub answered for the scale set.
+_VIEW_METRICS: Final = frozenset(
+    {
+        GH_WAITING,
+        GH_RUNNING,
+        GH_WAITING_SINCE,
+        GH_BUSY,
+        GH_IDLE,
+        GH_NOT_READY,
+        GARM_BUSY,
+        GARM_IDLE,
+        GH_DISAGREE,
+        GH_DISAGREE_SINCE,
+    }
+)
+# The metrics of an App installation's REST quota (ADR 0039), labelled `installation`.
+_API_METRICS: Final = frozenset({API_REMAINING, API_RESERVE, CHECKS_SKIPPED})
 METRIC_NAMES: Final = frozenset(name for name, _, _ in METRICS)
 
 
@@ -75,6 +124,11 @@ class ScalesetFacts:
         missing_at_github: whether GitHub no longer has the live scale set (ADR 0029).
         queue_position: its changeover's place in the surge budget's queue, 0 when it is not
             queued (ADR 0038).
+        offline: idle runners GitHub showed offline at the last check (ADR 0040).
+        offline_removed: idle runners removed for being offline, cumulative across passes.
+        github: GitHub's view beside GARM's at the last check GitHub answered (ADR 0041):
+            `github_view.GithubView` fields as ints (times as Unix seconds, 0 for none);
+            empty before GitHub answered.
     """
 
     scaleset: str
@@ -88,11 +142,31 @@ class ScalesetFacts:
     window: str = ""
     missing_at_github: bool = False
     queue_position: int = 0
+    offline: int = 0
+    offline_removed: int = 0
+    github: dict[str, int] = dataclasses.field(default_factory=dict[str, int])
 
     @property
     def key(self) -> tuple[str, str]:
         """(application, scaleset): a spec's family (ADR 0018), one series per metric."""
         return (self.application, self.scaleset)
+
+
+@dataclasses.dataclass(frozen=True)
+class ApiFacts:
+    """One App installation's REST quota after a pass (ADR 0039).
+
+    Attributes:
+        installation: the installation's id.
+        remaining: requests left in the window, as GitHub's headers last said.
+        reserve: the requests the charm leaves to GARM.
+        skipped: the checks the pass skipped to keep the reserve.
+    """
+
+    installation: int
+    remaining: int
+    reserve: int
+    skipped: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,16 +176,19 @@ class MetricsState:
     Attributes:
         scalesets: one entry per configured spec, sorted by (application, scaleset).
         last_reconcile: when the last pass completed (Unix seconds); None before the first.
+        github_api: one entry per App installation whose quota GitHub told, by id.
     """
 
     scalesets: tuple[ScalesetFacts, ...] = ()
     last_reconcile: float | None = None
+    github_api: tuple[ApiFacts, ...] = ()
 
     def to_json(self) -> str:
         """The state as the JSON kept beside the metrics file (sorted keys: stable bytes)."""
         data = {
             "last_reconcile": self.last_reconcile,
             "scalesets": [dataclasses.asdict(facts) for facts in self.scalesets],
+            "github_api": [dataclasses.asdict(facts) for facts in self.github_api],
         }
         return json.dumps(data, sort_keys=True)
 
@@ -125,34 +202,50 @@ class MetricsState:
             loaded: Any = json.loads(text)
             data = cast(dict[str, Any], loaded)
             entries = cast(list[dict[str, Any]], data.get("scalesets", []))
-            scalesets = tuple(_facts_from(entry) for entry in entries)
+            scalesets = tuple(_facts_from(ScalesetFacts, entry) for entry in entries)
+            quotas = cast(list[dict[str, Any]], data.get("github_api", []))
+            github_api = tuple(_facts_from(ApiFacts, entry) for entry in quotas)
             last = data.get("last_reconcile")
             last_reconcile = None if last is None else float(last)
         except (ValueError, TypeError, AttributeError):
             return cls()
         if last_reconcile is not None and not math.isfinite(last_reconcile):
             return cls()
-        return cls(scalesets, last_reconcile)
+        return cls(scalesets, last_reconcile, github_api)
 
 
-def _facts_from(entry: Mapping[str, Any]) -> ScalesetFacts:
+_Facts = TypeVar("_Facts", ScalesetFacts, ApiFacts)
+
+
+def _facts_from(kind: type[_Facts], entry: Mapping[str, Any]) -> _Facts:
     """One kept entry, type-checked: a wrong type raises TypeError (the state is dropped)."""
-    facts = ScalesetFacts(**entry)
+    facts = kind(**entry)
     for field in dataclasses.fields(facts):
         value = getattr(facts, field.name)
-        expected = {"str": str, "int": int, "bool": bool}[str(field.type)]
+        expected = {"str": str, "int": int, "bool": bool, "dict[str, int]": dict}[str(field.type)]
         if type(value) is not expected:
+            raise TypeError(f"{field.name} is not {field.type}")
+        if expected is dict and not all(
+            type(item) is int for item in cast(dict[str, Any], value).values()
+        ):
             raise TypeError(f"{field.name} is not {field.type}")
     return facts
 
 
 @dataclasses.dataclass(frozen=True)
 class CompletedPass:
-    """A scale-set pass that ran to its end: its report, the specs it had, when it ran."""
+    """A scale-set pass that ran to its end: its report, the specs it had, when it ran.
+
+    `github_api` holds the App installations' quotas after it (`github_http.Quotas.rows`);
+    `offline` what its offline-runner check did (None: the pass did not check).
+    """
 
     report: ReconcileReport
     specs: tuple[ScalesetSpec, ...]
     at: datetime.datetime
+    github_api: Sequence[Mapping[str, Any]] = ()
+    offline: OfflineReport | None = None
+    github_view: Mapping[str, GithubView] | None = None
 
 
 def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState:
@@ -162,20 +255,89 @@ def after_pass(previous: MetricsState, completed: CompletedPass) -> MetricsState
     counts as found with nothing to say. Specs gone since the previous pass are dropped with
     their counter.
     """
-    totals = {facts.key: facts.stuck_removed for facts in previous.scalesets}
+    before = {facts.key: facts for facts in previous.scalesets}
     reports = {spec_report.logical: spec_report for spec_report in completed.report.specs}
     scalesets = [
-        _facts(spec, reports.get(spec.name), totals.get((spec.application, spec.name), 0))
+        _view_facts(
+            _offline_facts(
+                _facts(spec, reports.get(spec.name), before.get((spec.application, spec.name))),
+                before.get((spec.application, spec.name)),
+                completed.offline,
+            ),
+            before.get((spec.application, spec.name)),
+            completed.github_view,
+        )
         for spec in completed.specs
     ]
     unique = {facts.key: facts for facts in scalesets}
     return MetricsState(
         tuple(unique[key] for key in sorted(unique)),
         completed.at.astimezone(datetime.UTC).timestamp(),
+        tuple(
+            ApiFacts(
+                int(row["installation"]),
+                int(row["remaining"]),
+                int(row["reserve"]),
+                len(row["skipped"]),
+            )
+            for row in completed.github_api
+        ),
     )
 
 
-def _facts(spec: ScalesetSpec, found: SpecReport | None, removed_before: int) -> ScalesetFacts:
+def _view_facts(
+    facts: ScalesetFacts, previous: ScalesetFacts | None, views: Mapping[str, GithubView] | None
+) -> ScalesetFacts:
+    """GitHub's view: this check's, or the last one's between checks (and when not answered)."""
+    if views is None or f"{facts.application}/{facts.scaleset}" not in views:
+        kept = dict(previous.github) if previous is not None else {}
+        return dataclasses.replace(facts, github=kept)
+    view = views[f"{facts.application}/{facts.scaleset}"]
+    return dataclasses.replace(
+        facts,
+        github={
+            GH_WAITING: view.jobs_waiting,
+            GH_RUNNING: view.jobs_running,
+            GH_WAITING_SINCE: _seconds(view.waiting_since),
+            GH_BUSY: view.runners_busy,
+            GH_IDLE: view.runners_idle,
+            GH_NOT_READY: view.runners_not_ready,
+            GARM_BUSY: view.garm_busy,
+            GARM_IDLE: view.garm_idle,
+            GH_DISAGREE: int(view.disagree),
+            GH_DISAGREE_SINCE: _seconds(view.disagree_since),
+        },
+    )
+
+
+def _seconds(moment: str) -> int:
+    """An ISO 8601 time as Unix seconds; "" (none) or unreadable as 0."""
+    try:
+        return int(datetime.datetime.fromisoformat(moment).timestamp())
+    except ValueError:
+        return 0
+
+
+def _offline_facts(
+    facts: ScalesetFacts, previous: ScalesetFacts | None, offline: OfflineReport | None
+) -> ScalesetFacts:
+    """The offline counts: this check's, or the last check's between checks."""
+    removed_before = previous.offline_removed if previous is not None else 0
+    if offline is None:
+        shown = previous.offline if previous is not None else 0
+        return dataclasses.replace(facts, offline=shown, offline_removed=removed_before)
+    removed = offline.removed_by_scaleset().get(facts.key, 0)
+    return dataclasses.replace(
+        facts,
+        offline=offline.offline.get(facts.key, 0),
+        offline_removed=removed_before + removed,
+    )
+
+
+def _facts(
+    spec: ScalesetSpec, found: SpecReport | None, previous: ScalesetFacts | None
+) -> ScalesetFacts:
+    removed_before = previous.stuck_removed if previous is not None else 0
     found = found or SpecReport(spec.name, Phase.SKIPPED)
     return ScalesetFacts(
         scaleset=spec.name,
@@ -213,25 +375,38 @@ def render(state: MetricsState, *, paused: bool) -> str:
 def _samples(
     name: str, state: MetricsState, *, paused: bool
 ) -> Iterable[tuple[Mapping[str, str], str]]:
-    if name == PAUSED:
-        yield {}, _number(int(paused))
+    if name in (PAUSED, LAST_RECONCILE, QUEUED):
+        yield from _unlabelled(name, state, paused=paused)
         return
-    if name == LAST_RECONCILE:
-        if state.last_reconcile is not None:
-            yield {}, _number(state.last_reconcile)
-        return
-    if name == QUEUED:
-        if state.last_reconcile is not None:
-            yield {}, _number(sum(1 for facts in state.scalesets if facts.queue_position))
+    if name in _API_METRICS:
+        for quota in state.github_api:
+            yield {"installation": str(quota.installation)}, _number(_api_value(name, quota))
         return
     for facts in state.scalesets:
+        if name in _VIEW_METRICS and name not in facts.github:
+            continue
         labels = {"scaleset": facts.scaleset, "application": facts.application}
         if name == MIN_IDLE:
             labels["window"] = facts.window
         yield labels, _number(_value(name, facts))
 
 
+def _unlabelled(
+    name: str, state: MetricsState, *, paused: bool
+) -> Iterable[tuple[Mapping[str, str], str]]:
+    """The charm-wide samples: paused always, the others once a pass completed."""
+    if name == PAUSED:
+        yield {}, _number(int(paused))
+    elif state.last_reconcile is not None:
+        if name == LAST_RECONCILE:
+            yield {}, _number(state.last_reconcile)
+        else:
+            yield {}, _number(sum(1 for facts in state.scalesets if facts.queue_position))
+
+
 def _value(name: str, facts: ScalesetFacts) -> int:
+    if name in _VIEW_METRICS:
+        return facts.github[name]
     values = {
         OUTDATED: facts.outdated,
         BUSY_OUTDATED: facts.busy_outdated,
@@ -241,6 +416,17 @@ def _value(name: str, facts: ScalesetFacts) -> int:
         MIN_IDLE: facts.min_idle,
         MISSING_AT_GITHUB: int(facts.missing_at_github),
         QUEUE_POSITION: facts.queue_position,
+        OFFLINE: facts.offline,
+        OFFLINE_REMOVED: facts.offline_removed,
+    }
+    return values[name]
+
+
+def _api_value(name: str, quota: ApiFacts) -> int:
+    values = {
+        API_REMAINING: quota.remaining,
+        API_RESERVE: quota.reserve,
+        CHECKS_SKIPPED: quota.skipped,
     }
     return values[name]
 

@@ -18,8 +18,11 @@ from garm_api import GithubEndpoint, Instance, ScaleSet
 from reconcile.desired_state import DesiredState
 from reconcile.github_agreement import apps_by_entity
 from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
+from reconcile.github_http import Quotas
 from reconcile.github_objects import GithubReport, reconcile_github
 from reconcile.github_scalesets import ScaleSetCheck
+from reconcile.github_view import GithubView, combine
+from reconcile.offline_runners import OfflineCheck, OfflineReport, reap_offline
 from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
 from reconcile.schedule_status import with_schedule
 from reconcile.templates import (
@@ -65,6 +68,10 @@ class ObjectsOutcome:
         waiting: configurators that have not published yet.
         active: the changeovers in progress.
         report: the scale-set pass in full, for the log and the provider retention.
+        offline: what the check of runners GitHub shows offline did (ADR 0040); None when
+            the pass did not check.
+        github_view: GitHub's view of each live scale set beside GARM's, by
+            `<application>/<scale set>` (ADR 0041); None when the pass did not ask GitHub.
     """
 
     blocked: str
@@ -72,6 +79,8 @@ class ObjectsOutcome:
     waiting: str
     active: str
     report: ReconcileReport
+    offline: OfflineReport | None = None
+    github_view: Mapping[str, GithubView] | None = None
 
 
 def reconcile_objects(
@@ -82,32 +91,54 @@ def reconcile_objects(
     settings: ReconcileSettings,
     proxy: ProxyConfig | None = None,
     ask_github_scalesets: bool = False,
+    quotas: Quotas | None = None,
+    offline_since: Mapping[str, str] | None = None,
+    github_view: Mapping[str, GithubView] | None = None,
 ) -> ObjectsOutcome:
     """Run the GitHub pass, then the scale-set pass between the template steps; summarise.
 
     With `proxy` (the model's), the scale-set pass asks GitHub, through it, whether busy
     runners of retired scale sets still exist, and removes those whose jobs ended (ADR 0015);
     with `ask_github_scalesets` too, it asks whether GitHub still has the scale sets, and
-    creates a live one GitHub dropped again under a new name (ADR 0029).
+    creates a live one GitHub dropped again under a new name (ADR 0029). Every such call
+    keeps the reserve of `quotas` for GARM (ADR 0039), and records what GitHub said of them.
+    With `offline_since` too (the sightings kept from the last check), idle runners GitHub has
+    shown offline past a bound are removed (ADR 0040). When GitHub is asked about scale sets,
+    its statistics of each live one are put beside GARM's runners, from `github_view` (the
+    last views kept, ADR 0041).
     """
+    quotas = quotas if quotas is not None else Quotas()
     github = reconcile_github(api, desired.bindings, complete=desired.complete)
     for warning in github.warnings:
         logger.warning("%s", warning)
     templates = sync_templates(api, dict(desired.runner_templates))
+    ask_scalesets = proxy is not None and ask_github_scalesets
+    scaleset_check = _scaleset_check(api, desired, proxy, quotas) if proxy is not None else None
     report = reconcile(
         api,
         desired.specs,
         now=now,
         settings=settings,
         sweep_orphans=desired.complete,
-        finished_at_github=None if proxy is None else _runner_check(api, desired, proxy),
-        missing_at_github=(
-            _scaleset_check(api, desired, proxy)
-            if proxy is not None and ask_github_scalesets
-            else None
-        ),
+        finished_at_github=None if proxy is None else _runner_check(api, desired, proxy, quotas),
+        missing_at_github=scaleset_check if ask_scalesets else None,
         sleep=None if proxy is None else time.sleep,
     )
+    views = None
+    if ask_scalesets and scaleset_check is not None:
+        views = combine(
+            github_view or {},
+            scaleset_check.statistics,
+            report.held,
+            api.list_instances(),
+            now=now,
+        )
+    offline = None
+    if proxy is not None and offline_since is not None:
+        check = OfflineCheck(
+            _endpoint(api), apps_by_entity(desired.bindings), proxy, quotas=quotas
+        )
+        offline = reap_offline(api, report.held, check, offline_since, now=now)
     cleanup = CleanupReport()
     if desired.complete:
         # Bottom-up, once nothing wants them: templates and GitHub objects after scale sets.
@@ -123,19 +154,23 @@ def reconcile_objects(
         waiting=_waiting(desired),
         active=with_schedule(status_message(report), desired.specs),
         report=report,
+        offline=offline,
+        github_view=views,
     )
 
 
-def _runner_check(api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig) -> RunnerCheck:
+def _runner_check(
+    api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig, quotas: Quotas
+) -> RunnerCheck:
     """Ask GitHub where GARM does, as the App the configurators agree on for each entity."""
-    return RunnerCheck(_endpoint(api), apps_by_entity(desired.bindings), proxy)
+    return RunnerCheck(_endpoint(api), apps_by_entity(desired.bindings), proxy, quotas=quotas)
 
 
 def _scaleset_check(
-    api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig
+    api: GarmObjectsApi, desired: DesiredState, proxy: ProxyConfig, quotas: Quotas
 ) -> ScaleSetCheck:
     """Ask GitHub about scale sets where GARM does, as the entity's App."""
-    return ScaleSetCheck(_endpoint(api), apps_by_entity(desired.bindings), proxy)
+    return ScaleSetCheck(_endpoint(api), apps_by_entity(desired.bindings), proxy, quotas=quotas)
 
 
 def _endpoint(api: GarmObjectsApi) -> Callable[[], GithubEndpoint | None]:

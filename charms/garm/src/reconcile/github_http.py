@@ -8,6 +8,11 @@ go through the model's proxy, use short timeouts and share one time budget per p
 timeout bounds one read only, so an answer dripping a byte at a time would hold the hook for
 minutes. Every doubt is a `GithubUnavailable`, and both checks act only on positive evidence.
 `cryptography` and `requests` are imported only when there is something to ask.
+
+The calls spend the App installation's REST quota, which GARM needs for scaling and deletions
+(ADR 0039): every answer's `X-RateLimit-*` headers are recorded per installation (`Quotas`,
+kept between passes), and a call that would leave fewer than `RESERVE_FRACTION` of the limit
+is not made (`QuotaReserved`, a `GithubUnavailable`: the check names nothing).
 """
 
 from __future__ import annotations
@@ -15,11 +20,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from contextlib import contextmanager
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 from urllib.parse import quote, urlsplit
 
 from garm_api.models import EntityKind, GithubEndpoint
@@ -43,8 +49,162 @@ _PATHS = {
 }
 
 
+# The part of each installation's hourly REST quota the charm leaves to GARM: GARM needs it to
+# create and remove runners and scale sets, the charm's checks only make things faster.
+RESERVE_FRACTION = 0.25
+# GitHub's headers for an installation's REST quota (docs/reference/charm-metrics.md).
+LIMIT_HEADER = "x-ratelimit-limit"
+REMAINING_HEADER = "x-ratelimit-remaining"
+RESET_HEADER = "x-ratelimit-reset"
+
+
 class GithubUnavailable(Exception):
     """GitHub did not answer, refused, or answered something unexpected (no secrets inside)."""
+
+
+class QuotaReserved(GithubUnavailable):
+    """The call would spend the installation's quota kept for GARM: it is not made."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RateLimit:
+    """An installation's REST quota, as GitHub's headers last told it.
+
+    Attributes:
+        limit: requests per window (`X-RateLimit-Limit`).
+        remaining: requests left in the window (`X-RateLimit-Remaining`).
+        reset: when the window ends, Unix seconds (`X-RateLimit-Reset`).
+    """
+
+    limit: int
+    remaining: int
+    reset: int
+
+    @property
+    def reserve(self) -> int:
+        """The requests left to GARM: `RESERVE_FRACTION` of the limit, rounded up."""
+        return math.ceil(self.limit * RESERVE_FRACTION)
+
+    def spares(self, now: float) -> bool:
+        """Whether one more call leaves the reserve whole (a window that ended starts afresh)."""
+        return now >= self.reset or self.remaining > self.reserve
+
+
+def rate_limit_of(headers: Mapping[str, str]) -> RateLimit | None:
+    """The rate limit an answer's headers state; None when any is missing or not a number."""
+    lowered = {str(key).lower(): str(value) for key, value in headers.items()}
+    try:
+        limit, remaining, reset = (
+            int(lowered[name]) for name in (LIMIT_HEADER, REMAINING_HEADER, RESET_HEADER)
+        )
+    except (KeyError, ValueError):
+        return None
+    if limit <= 0 or remaining < 0:
+        return None
+    return RateLimit(limit, remaining, reset)
+
+
+class Quotas:
+    """Each installation's last known REST quota and the checks skipped to keep its reserve.
+
+    Kept between passes (`to_json`), so a pass skips an installation GARM has nearly spent
+    without a single call; the first answer of a pass brings the current figures. Shared by the
+    hook's thread and the worker that asks GitHub.
+    """
+
+    def __init__(self, known: Mapping[int, RateLimit] | None = None, clock: Any = time.time):
+        """Start from the figures kept from earlier passes; `clock` gives Unix seconds."""
+        self._lock = threading.Lock()
+        self._known: dict[int, RateLimit] = dict(known or {})
+        self._clock = clock
+        self._skipped: dict[int, list[str]] = {}
+
+    def require(self, installation: int) -> None:
+        """Refuse a call the installation's reserve cannot spare.
+
+        Raises:
+            QuotaReserved: the last known figures leave only the reserve.
+        """
+        with self._lock:
+            known = self._known.get(installation)
+        if known is not None and not known.spares(self._clock()):
+            raise QuotaReserved(
+                f"{known.remaining} of {known.limit} requests left until "
+                f"{_iso(known.reset)}, {known.reserve} kept for GARM"
+            )
+
+    def record(self, installation: int, headers: Mapping[str, str]) -> None:
+        """Keep what an answer's headers say of the installation's quota (nothing if absent)."""
+        found = rate_limit_of(headers)
+        if found is not None:
+            with self._lock:
+                self._known[installation] = found
+
+    def skip(self, installation: int, check: str) -> None:
+        """Note a check this pass skipped to keep the installation's reserve."""
+        with self._lock:
+            self._skipped.setdefault(installation, []).append(check)
+
+    def skipped(self) -> dict[int, list[str]]:
+        """The checks this pass skipped, per installation."""
+        with self._lock:
+            return {key: list(value) for key, value in self._skipped.items()}
+
+    def known(self) -> dict[int, RateLimit]:
+        """The last known quota of each installation."""
+        with self._lock:
+            return dict(self._known)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Per installation: its quota, the reserve and what this pass skipped (for operators)."""
+        known, skipped = self.known(), self.skipped()
+        return [
+            {
+                "installation": installation,
+                "limit": limit.limit,
+                "remaining": limit.remaining,
+                "reserve": limit.reserve,
+                "reset": _iso(limit.reset),
+                "skipped": skipped.get(installation, []),
+            }
+            for installation, limit in sorted(known.items())
+        ]
+
+    def to_json(self) -> str:
+        """The figures and this pass's skipped checks, as kept in the stored state."""
+        known, skipped = self.known(), self.skipped()
+        data = {
+            str(key): {**dataclasses.asdict(value), "skipped": skipped.get(key, [])}
+            for key, value in sorted(known.items())
+        }
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str, clock: Any = time.time) -> Quotas:
+        """The kept figures (their skipped checks too); unreadable ones read as none known."""
+        known: dict[int, RateLimit] = {}
+        skipped: dict[int, list[str]] = {}
+        try:
+            loaded: Any = json.loads(text) if text else {}
+            for key, value in cast(dict[str, dict[str, Any]], loaded).items():
+                fields = {name: int(value[name]) for name in ("limit", "remaining", "reset")}
+                known[int(key)] = RateLimit(**fields)
+                skipped[int(key)] = [str(item) for item in value.get("skipped", [])]
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return cls(clock=clock)
+        quotas = cls(known, clock)
+        quotas._skipped = {key: value for key, value in skipped.items() if value}
+        return quotas
+
+    def fresh(self) -> Quotas:
+        """The same figures with nothing skipped yet: the start of a new pass."""
+        return Quotas(self.known(), self._clock)
+
+
+def _iso(seconds: int) -> str:
+    import datetime  # noqa: PLC0415
+
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat()
 
 
 class Budget:
@@ -142,8 +302,14 @@ def entity_path(kind: EntityKind, name: str) -> str:
 
 
 @contextmanager
-def session(endpoint: GithubEndpoint, proxy: ProxyConfig, budget: Budget) -> Generator[Http]:
-    """A `requests` session for the endpoint: its CA bundle if it has one, the model's proxy."""
+def session(
+    endpoint: GithubEndpoint, proxy: ProxyConfig, budget: Budget, quotas: Quotas | None = None
+) -> Generator[Http]:
+    """A `requests` session for the endpoint: its CA bundle if it has one, the model's proxy.
+
+    `quotas` records what the installations' answers say of their quotas (a throw-away record
+    when None).
+    """
     import tempfile  # noqa: PLC0415 - only a pass that asks GitHub pays for these
 
     import requests  # noqa: PLC0415
@@ -159,7 +325,8 @@ def session(endpoint: GithubEndpoint, proxy: ProxyConfig, budget: Budget) -> Gen
                 bundle.write(endpoint.ca_cert_bundle)
                 bundle.flush()
                 verify = bundle.name
-            yield Http(http_session, endpoint.api_base_url.rstrip("/"), proxy, verify, budget)
+            base = endpoint.api_base_url.rstrip("/")
+            yield Http(http_session, base, proxy, verify, budget, quotas or Quotas())
     finally:
         http_session.close()
 
@@ -174,6 +341,7 @@ class Http:
         proxy: the model's proxy.
         verify: the CA bundle's path, or True for the system's CAs.
         budget: the pass's time budget.
+        quotas: the installations' REST quotas.
     """
 
     session: Any
@@ -181,6 +349,7 @@ class Http:
     proxy: ProxyConfig
     verify: str | bool
     budget: Budget
+    quotas: Quotas
 
     def installation_token(self, app: GithubApp, now: float) -> str:
         """Exchange the App's JWT for an installation token (never logged)."""
@@ -188,9 +357,20 @@ class Http:
         response = self.send("POST", url, f"Bearer {app_jwt(app, now)}", expect=(201,))
         return string_field(response, "token", "the installation token answer")
 
-    def get(self, path: str, token: str, *, expect: tuple[int, ...]) -> int:
-        """GET `path` under the API base URL; return the status, one of `expect`."""
-        response = self.send("GET", f"{self.base}/{path}", f"Bearer {token}", expect=expect)
+    def get(
+        self, path: str, token: str, *, expect: tuple[int, ...], installation: int | None = None
+    ) -> int:
+        """GET `path` under the API base URL; return the status, one of `expect`.
+
+        With `installation` (whose token it is), the call spends its quota (see `send`).
+        """
+        response = self.send(
+            "GET",
+            f"{self.base}/{path}",
+            f"Bearer {token}",
+            expect=expect,
+            installation=installation,
+        )
         return response.status_code
 
     def send(
@@ -201,14 +381,22 @@ class Http:
         *,
         expect: tuple[int, ...],
         body: Any = None,
+        installation: int | None = None,
     ) -> Any:
         """Send one request to `url` (no redirects); return the response, its status in `expect`.
 
+        With `installation` (the App installation whose token authorises it), the call is made
+        only if the installation's reserve can spare it, and the answer's rate-limit headers
+        are recorded whatever its status.
+
         Raises:
+            QuotaReserved: the call would spend the installation's reserve for GARM.
             GithubUnavailable: no answer, another status, or the budget is spent.
         """
         import requests  # noqa: PLC0415
 
+        if installation is not None:
+            self.quotas.require(installation)
         left = self.budget.remaining()
         try:
             response = self.session.request(
@@ -224,6 +412,8 @@ class Http:
         except requests.RequestException as error:
             # requests' messages carry URLs (a proxy's credentials too): name the kind only.
             raise GithubUnavailable(f"no answer ({type(error).__name__})") from None
+        if installation is not None:
+            self.quotas.record(installation, response.headers)
         if response.status_code not in expect:
             raise GithubUnavailable(f"HTTP {response.status_code} for {method} {_path(url)}")
         return response

@@ -24,6 +24,8 @@ from reconcile.github_http import (
     Findings,
     GithubUnavailable,
     Http,
+    QuotaReserved,
+    Quotas,
     ask_within,
     entity_path,
     json_object,
@@ -31,6 +33,7 @@ from reconcile.github_http import (
     string_field,
 )
 from reconcile.github_objects import GithubApp
+from reconcile.github_view import ScaleSetStats
 from reconcile.runner_checks import BUDGET_SECONDS, GITHUB_ENDPOINT
 from scaleset_reconciler import GithubScaleSetRef
 from scaleset_reconciler.plan import entity_key
@@ -85,6 +88,10 @@ class ScaleSetCheck:
         clock: seconds since the epoch, for the App's JWT.
         budget_seconds: how long the whole pass may wait on GitHub; a scale set not looked up
             by then is not named.
+        quotas: the installations' REST quotas; an entity whose installation's reserve for
+            GARM cannot spare a call is not asked (ADR 0039).
+        statistics: filled with GitHub's statistics of each scale set it answered for, by
+            GARM's id (ADR 0041), within the budget.
     """
 
     endpoint: Callable[[], GithubEndpoint | None]
@@ -92,6 +99,10 @@ class ScaleSetCheck:
     proxy: ProxyConfig
     clock: Callable[[], float] = time.time
     budget_seconds: float = BUDGET_SECONDS
+    quotas: Quotas = dataclasses.field(default_factory=Quotas)
+    statistics: dict[int, ScaleSetStats] = dataclasses.field(
+        default_factory=dict[int, ScaleSetStats]
+    )
 
     def __call__(self, scalesets: Sequence[GithubScaleSetRef]) -> frozenset[int]:
         """Return GARM's ids of `scalesets` GitHub no longer has; never raises for GitHub.
@@ -139,7 +150,7 @@ class ScaleSetCheck:
         by_entity: Mapping[tuple[EntityKind, str], Sequence[GithubScaleSetRef]],
         found: Findings[int],
     ) -> None:
-        with session(endpoint, self.proxy, found) as http:
+        with session(endpoint, self.proxy, found, self.quotas) as http:
             for key, refs in by_entity.items():
                 app = self.apps.get(key)
                 if app is None:
@@ -147,12 +158,16 @@ class ScaleSetCheck:
                     continue
                 try:
                     self._ask_entity(_Entity(http, endpoint, app, refs[0]), refs, found)
+                except QuotaReserved as error:
+                    self.quotas.skip(app.installation_id, f"scale sets of {key[1]}")
+                    logger.warning("GitHub scale sets of %s: not asked: %s", key[1], error)
                 except GithubUnavailable as error:
                     logger.warning("GitHub scale sets of %s: not asked: %s", key[1], error)
 
     def _ask_entity(
         self, entity: _Entity, refs: Sequence[GithubScaleSetRef], found: Findings[int]
     ) -> None:
+        self.quotas.require(entity.app.installation_id)
         token = entity.http.installation_token(entity.app, self.clock())
         actions = entity.actions_service(token)
         groups: dict[str, int | None] = {}
@@ -166,8 +181,11 @@ class ScaleSetCheck:
                     "GitHub scale sets: no runner group %r for %r; not asked", group, ref.name
                 )
                 continue
-            if actions.lacks(ref, group_id):
+            lacks, stats = actions.look_up(ref, group_id)
+            if lacks:
                 found.add(ref.scaleset_id)
+            elif stats is not None and not found.closed:
+                self.statistics[ref.scaleset_id] = stats
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,7 +201,9 @@ class _Entity:
         """Open the Actions service as GARM does: a registration token, then its admin URL."""
         path = entity_path(self.ref.entity_kind, self.ref.entity_name)
         url = f"{self.http.base}/{path}/actions/runners/registration-token"
-        registration = self.http.send("POST", url, f"Bearer {token}", expect=(201,))
+        registration = self.http.send(
+            "POST", url, f"Bearer {token}", expect=(201,), installation=self.app.installation_id
+        )
         registration_token = string_field(registration, "token", "the registration token answer")
         body = {"url": self.forge_url(), "runner_event": "register"}
         admin = self.http.send(
@@ -215,9 +235,10 @@ class _Entity:
         for page in range(1, MAX_RUNNER_GROUP_PAGES + 1):
             query = urlencode({"per_page": RUNNER_GROUPS_PER_PAGE, "page": page})
             url = f"{self.http.base}/{path}/actions/runner-groups?{query}"
-            answer = json_object(
-                self.http.send("GET", url, f"Bearer {token}", expect=(200,)), "runner groups"
+            sent = self.http.send(
+                "GET", url, f"Bearer {token}", expect=(200,), installation=self.app.installation_id
             )
+            answer = json_object(sent, "runner groups")
             listed = _groups(answer)
             for name, group_id in listed:
                 if name == group:
@@ -254,11 +275,12 @@ class _ActionsService:
     url: str
     token: str
 
-    def lacks(self, ref: GithubScaleSetRef, group_id: int) -> bool:
+    def look_up(self, ref: GithubScaleSetRef, group_id: int) -> tuple[bool, ScaleSetStats | None]:
         """Whether GitHub answered that it has no scale set of the name in the group.
 
         A scale set of that name under another id is not GARM's, but GitHub has one of the
-        name: GARM's worker refuses it too, so it is logged and not named missing.
+        name: GARM's worker refuses it too, so it is logged and not named missing. With GARM's
+        scale set found, also its statistics (None when the answer has none readable).
         """
         query = {"runnerGroupId": group_id, "name": ref.name, "api-version": API_VERSION}
         answer = json_object(
@@ -269,16 +291,18 @@ class _ActionsService:
         if not _is_int(count):
             raise GithubUnavailable("the scale set lookup has no count")
         if count == 0:
-            return True
+            return True, None
         listed: Any = answer.get("value")
         items = _objects(cast(list[Any], listed)) if isinstance(listed, list) else []
-        if ref.github_id not in {item.get("id") for item in items}:
+        mine = next((item for item in items if item.get("id") == ref.github_id), None)
+        if mine is None:
             logger.warning(
                 "GitHub scale sets: GitHub has a scale set named %r that is not GARM's (id %d)",
                 ref.name,
                 ref.github_id,
             )
-        return False
+            return False, None
+        return False, ScaleSetStats.from_wire(mine.get("statistics"))
 
     def _url(self, query: Mapping[str, object]) -> str:
         """The lookup's URL: the service's URL, its path joined, its own query kept first."""

@@ -25,6 +25,8 @@ from reconcile.github_http import (
     Findings,
     GithubUnavailable,
     Http,
+    QuotaReserved,
+    Quotas,
     ask_within,
     entity_path,
     session,
@@ -53,6 +55,8 @@ class RunnerCheck:
         clock: seconds since the epoch, for the App's JWT.
         budget_seconds: how long the whole pass may wait on GitHub; the runners not confirmed
             by then are left out (unknown), never named.
+        quotas: the installations' REST quotas; an entity whose installation's reserve for
+            GARM cannot spare a call is not asked (ADR 0039).
     """
 
     endpoint: Callable[[], GithubEndpoint | None]
@@ -60,6 +64,7 @@ class RunnerCheck:
     proxy: ProxyConfig
     clock: Callable[[], float] = time.time
     budget_seconds: float = BUDGET_SECONDS
+    quotas: Quotas = dataclasses.field(default_factory=Quotas)
 
     def __call__(self, runners: Sequence[BusyRunner]) -> frozenset[str]:
         """Return the names of `runners` that GitHub no longer lists; never raises for GitHub.
@@ -110,7 +115,7 @@ class RunnerCheck:
         by_entity: Mapping[tuple[EntityKind, str], Sequence[BusyRunner]],
         progress: Findings[str],
     ) -> None:
-        with session(endpoint, self.proxy, progress) as http:
+        with session(endpoint, self.proxy, progress, self.quotas) as http:
             for key, busy in by_entity.items():
                 app = self.apps.get(key)
                 if app is None:
@@ -118,6 +123,9 @@ class RunnerCheck:
                     continue
                 try:
                     self._finished(http, app, busy, progress)
+                except QuotaReserved as error:
+                    self.quotas.skip(app.installation_id, f"finished jobs of {key[1]}")
+                    logger.warning("GitHub runners of %s: not asked: %s", key[1], error)
                 except GithubUnavailable as error:
                     logger.warning(
                         "GitHub runners of %s: %s; GARM removes them in time", key[1], error
@@ -127,12 +135,16 @@ class RunnerCheck:
         self, http: Http, app: GithubApp, busy: Sequence[BusyRunner], progress: Findings[str]
     ) -> None:
         """Ask about each runner of one entity, once GitHub showed it can see the entity's."""
+        installation = app.installation_id
+        self.quotas.require(installation)
         token = http.installation_token(app, self.clock())
         entity = entity_path(busy[0].entity_kind, busy[0].entity_name)
         # A 404 for a repository the installation cannot see would look like a finished job:
         # only a readable runner list makes a runner's 404 mean that the runner is gone.
-        http.get(f"{entity}/actions/runners?per_page=1", token, expect=(200,))
+        http.get(
+            f"{entity}/actions/runners?per_page=1", token, expect=(200,), installation=installation
+        )
         for runner in busy:
             path = f"{entity}/actions/runners/{runner.agent_id}"
-            if http.get(path, token, expect=(200, 404)) == 404:
+            if http.get(path, token, expect=(200, 404), installation=installation) == 404:
                 progress.add(runner.name)

@@ -228,7 +228,8 @@ class _Passes:
         executor = _Executor(self.api, the_plan, self.now, limit)
         executor.run()
         report = the_plan.report
-        report.provider_scalesets = _per_provider(executor.held_after(listed))
+        report.held = executor.held_after(listed)
+        report.provider_scalesets = _per_provider(report.held)
         return report, _emptied(report, executor.removed_finished, listed)
 
 

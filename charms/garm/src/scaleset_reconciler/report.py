@@ -12,6 +12,8 @@ import datetime
 import enum
 from collections.abc import Sequence
 
+from garm_api.models import ScaleSet
+
 
 class Phase(enum.StrEnum):
     """Where one spec stands in its changeover, or why it was not handled.
@@ -171,6 +173,10 @@ class ReconcileReport:
     def queued(self) -> int:
         """How many changeovers wait for the surge budget."""
         return sum(1 for spec in self.specs if spec.phase is Phase.QUEUED)
+
+    # Every scale set GARM holds after the pass, for checks that follow it (ADR 0040) without
+    # listing them again.
+    held: list[ScaleSet] = dataclasses.field(default_factory=list[ScaleSet])
 
     @property
     def converged(self) -> bool:

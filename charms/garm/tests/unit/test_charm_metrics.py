@@ -11,6 +11,7 @@ import pytest
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
 from doubles.memory_garm import MemoryGarm
+from garm_api.models import EntityKind
 from reconcile.charm_metrics import (
     METRIC_NAMES,
     CompletedPass,
@@ -20,6 +21,8 @@ from reconcile.charm_metrics import (
     escape_label_value,
     render,
 )
+from reconcile.github_view import GithubView
+from reconcile.offline_runners import IdleRunner, OfflineReport
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec
@@ -35,9 +38,56 @@ def spec(name: str = "small", application: str = "small-app", **fields: object) 
     return dataclasses.replace(make_spec(name), application=application, **fields)
 
 
-def completed(*reports: SpecReport, specs: tuple[ScalesetSpec, ...], at: datetime.datetime = NOW):
-    """A completed pass that reported `reports` for `specs`."""
-    return CompletedPass(ReconcileReport(specs=list(reports)), specs, at)
+def completed(
+    *reports: SpecReport,
+    specs: tuple[ScalesetSpec, ...],
+    at: datetime.datetime = NOW,
+    github_api: tuple[dict[str, object], ...] = (),
+    offline: OfflineReport | None = None,
+    github_view: dict[str, GithubView] | None = None,
+):
+    """A completed pass that reported `reports` for `specs` (quotas, offline runners, view)."""
+    return CompletedPass(
+        ReconcileReport(specs=list(reports)), specs, at, github_api, offline, github_view
+    )
+
+
+def view(**fields: object) -> dict[str, GithubView]:
+    """GitHub's view of `small` of small-app: 4 jobs waiting since 11:30, disagreeing since."""
+    values: dict[str, object] = {
+        "scaleset": "small",
+        "application": "small-app",
+        "checked_at": NOW.isoformat(),
+        "jobs_waiting": 4,
+        "jobs_running": 1,
+        "runners_busy": 1,
+        "runners_idle": 0,
+        "runners_not_ready": 2,
+        "garm_busy": 1,
+        "garm_idle": 2,
+        "disagree": True,
+        "waiting_since": (NOW - datetime.timedelta(minutes=30)).isoformat(),
+        "disagree_since": (NOW - datetime.timedelta(minutes=15)).isoformat(),
+    }
+    values.update(fields)
+    return {"small-app/small": GithubView(**values)}  # pyright: ignore[reportArgumentType]
+
+
+def offline_check(removed: int, shown: int) -> OfflineReport:
+    """An offline-runner check of `small` that showed `shown` offline and removed `removed`."""
+    runner = IdleRunner("garm-1", 1, EntityKind.REPOSITORY, "o/r", "small", "small-app")
+    return OfflineReport(True, (runner,) * removed, {("small-app", "small"): shown}, {})
+
+
+# One installation's quota after a pass, as `github_http.Quotas.rows` gives it.
+QUOTA = {
+    "installation": 7,
+    "limit": 5000,
+    "remaining": 1200,
+    "reserve": 1250,
+    "reset": "2026-12-01T13:00:00+00:00",
+    "skipped": ["finished jobs of acme", "scale sets of acme"],
+}
 
 
 def samples(text: str) -> dict[str, str]:
@@ -74,10 +124,25 @@ def test_a_pass_becomes_one_series_per_metric_and_scale_set():
         queue_position=2,
     )
 
-    text = render(after_pass(MetricsState(), completed(report, specs=(small,))), paused=False)
+    text = render(
+        after_pass(
+            MetricsState(),
+            completed(
+                report,
+                specs=(small,),
+                github_api=(QUOTA,),
+                offline=offline_check(1, 2),
+                github_view=view(),
+            ),
+        ),
+        paused=False,
+    )
 
     labels = '{scaleset="small",application="small-app"}'
     assert samples(text) == {
+        'garm_charm_github_api_remaining{installation="7"}': "1200",
+        'garm_charm_github_api_reserve{installation="7"}': "1250",
+        'garm_charm_github_checks_skipped{installation="7"}': "2",
         "garm_charm_paused": "0",
         "garm_charm_last_reconcile_timestamp_seconds": str(int(NOW.timestamp())),
         # Every outdated runner, the busy one too: the alert subtracts the busy ones itself.
@@ -90,6 +155,22 @@ def test_a_pass_becomes_one_series_per_metric_and_scale_set():
         f"garm_charm_scaleset_missing_at_github{labels}": "1",
         f"garm_charm_scaleset_queue_position{labels}": "2",
         "garm_charm_changeovers_queued": "1",
+        f"garm_charm_scaleset_offline_runners{labels}": "2",
+        f"garm_charm_scaleset_offline_runners_removed_total{labels}": "1",
+        f"garm_charm_scaleset_github_jobs_waiting{labels}": "4",
+        f"garm_charm_scaleset_github_jobs_running{labels}": "1",
+        f"garm_charm_scaleset_github_jobs_waiting_since_timestamp_seconds{labels}": str(
+            int(NOW.timestamp()) - 1800
+        ),
+        f"garm_charm_scaleset_github_runners_busy{labels}": "1",
+        f"garm_charm_scaleset_github_runners_idle{labels}": "0",
+        f"garm_charm_scaleset_github_runners_not_ready{labels}": "2",
+        f"garm_charm_scaleset_garm_runners_busy{labels}": "1",
+        f"garm_charm_scaleset_garm_runners_idle{labels}": "2",
+        f"garm_charm_scaleset_github_disagrees{labels}": "1",
+        f"garm_charm_scaleset_github_disagrees_since_timestamp_seconds{labels}": str(
+            int(NOW.timestamp()) - 900
+        ),
     }
     assert "# TYPE garm_charm_scaleset_stuck_runners_removed_total counter" in text
     for name in METRIC_NAMES:
@@ -278,3 +359,51 @@ def test_the_state_round_trips():
     )
 
     assert MetricsState.from_json(state.to_json()) == state
+
+
+def test_the_offline_counts_carry_over_between_checks_and_the_removals_add_up():
+    """Arrange: a check removing 1 of 3 offline, a pass without a check, a check removing 2.
+
+    Act: after_pass each, through the kept JSON.
+
+    Assert: the gauge shows the last check's count between checks; the counter adds up.
+    """
+    small = spec()
+    first = after_pass(MetricsState(), completed(specs=(small,), offline=offline_check(1, 3)))
+    between = after_pass(MetricsState.from_json(first.to_json()), completed(specs=(small,)))
+    second = after_pass(
+        MetricsState.from_json(between.to_json()),
+        completed(specs=(small,), offline=offline_check(2, 0)),
+    )
+
+    assert [
+        (s.scalesets[0].offline, s.scalesets[0].offline_removed) for s in (first, between, second)
+    ] == [
+        (3, 1),
+        (3, 1),
+        (0, 3),
+    ]
+
+
+def test_githubs_view_is_absent_until_github_answers_then_kept_between_checks():
+    """Arrange: a pass before GitHub answered, one with GitHub's view, one without a check.
+
+    Act: after_pass each, through the kept JSON; render the last.
+
+    Assert: no view series at first; the view's counts after the check, kept by the pass
+    without one (agreeing: since 0).
+    """
+    small = spec()
+    before = after_pass(MetricsState(), completed(specs=(small,)))
+    checked = after_pass(
+        MetricsState.from_json(before.to_json()),
+        completed(specs=(small,), github_view=view(disagree=False, disagree_since="")),
+    )
+    between = after_pass(MetricsState.from_json(checked.to_json()), completed(specs=(small,)))
+
+    assert "scaleset_github" not in render(before, paused=False)
+    shown = samples(render(between, paused=False))
+    labels = '{scaleset="small",application="small-app"}'
+    assert shown[f"garm_charm_scaleset_github_jobs_waiting{labels}"] == "4"
+    assert shown[f"garm_charm_scaleset_github_disagrees{labels}"] == "0"
+    assert shown[f"garm_charm_scaleset_github_disagrees_since_timestamp_seconds{labels}"] == "0"
