@@ -101,6 +101,9 @@ class RecordingWorkload:
     # The sha256 of GARM's database file: a backup copies it, a restore brings one back.
     database_sha256: str = "0" * 64
     restore_error: BackupError | None = None
+    # systemd fails to stop GARM: it keeps running after `stop`, as on a machine whose
+    # `systemctl disable --now` failed.
+    stop_fails: bool = False
 
     def install(
         self,
@@ -164,11 +167,12 @@ class RecordingWorkload:
         self.calls.append("restart")
         self.restarts += 1
 
-    def stop(self) -> None:
-        """Record a stop; the lease goes with it, as on the machine."""
+    def stop(self) -> bool:
+        """Record a stop; the lease goes with it, as on the machine. Whether GARM stopped."""
         self.calls.append("stop")
         self.lease.drop()
-        self.running = False
+        self.running = self.running and self.stop_fails
+        return not self.running
 
     def remove(self) -> None:
         """Record a removal."""

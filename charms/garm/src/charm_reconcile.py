@@ -124,10 +124,13 @@ class GarmReconciler:
     def stand_down(self, *, leader: bool = True) -> None:
         """First, whatever else fails: a unit that is not the leader must not keep GARM running.
 
-        A non-leader also echoes the leader's claim: it stopped for good (ADR 0019).
+        A non-leader also echoes the leader's claim: it stopped for good (ADR 0019). Only once
+        GARM is seen stopped: the echo lets the new leader start GARM at once, so a failed
+        `systemctl stop` says "running" instead, and the new leader waits for the lease to end
+        (by when the watchdog has stopped GARM here, or the stop is retried at the next hook).
         """
-        self._workload.stop()
-        self._publish_running(False, acknowledge_claim=not leader)
+        stopped = self._workload.stop()
+        self._publish_running(not stopped, acknowledge_claim=stopped and not leader)
 
     def renew_lease(self) -> None:
         """First on the leader, whatever else fails: extend the lease it holds (ADR 0019).

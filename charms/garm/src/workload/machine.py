@@ -126,15 +126,18 @@ class Workload:
         """
         service.restart()
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
         """Stop GARM (a standby unit, or before removal) and forget how it was started.
 
         Best effort, like removal: a failure is logged, and the forgotten fingerprint makes the
         next `apply` start GARM afresh. The lease goes first: were systemd to fail here, the
         lease watchdog still stops GARM.
+
+        Returns:
+            Whether GARM is seen stopped afterwards (systemd no longer reports it active).
         """
         self.lease.drop()
-        service.stop(self.paths)
+        return service.stop(self.paths)
 
     def remove(self) -> None:
         """Stop and disable GARM, remove its unit and every file holding a credential.

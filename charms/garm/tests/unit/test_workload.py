@@ -1083,17 +1083,40 @@ def test_stop_disables_so_a_reboot_starts_no_second_garm(
     installed.apply(config())
     before = len(systemctl.calls())
 
-    installed.stop()
+    stopped = installed.stop()
 
-    assert systemctl.calls()[before:] == [["disable", "--now", "garm"]]
+    assert systemctl.calls()[before:] == [
+        ["disable", "--now", "garm"],
+        ["--quiet", "is-active", "garm"],
+    ]
     assert not systemctl.active
+    assert stopped
+
+
+def test_a_failed_stop_is_not_reported_as_stopped(installed: Workload, systemctl: FakeSystemctl):
+    """Arrange: GARM running; `systemctl disable --now` fails.
+
+    Act: stop. Assert: GARM still runs and the stop says so (False): a former leader must not
+    tell the new one it stopped (ADR 0019).
+    """
+    installed.apply(config())
+    systemctl.fail("disable")
+
+    stopped = installed.stop()
+
+    assert systemctl.active
+    assert not stopped
 
 
 def test_stop_before_any_apply_leaves_systemd_alone(installed: Workload, systemctl: FakeSystemctl):
-    """Arrange: installed, no unit file yet. Act: stop. Assert: systemctl was never called."""
-    installed.stop()
+    """Arrange: installed, no unit file yet. Act: stop.
 
-    assert systemctl.calls() == []
+    Assert: systemctl was only asked whether GARM runs; it is seen stopped.
+    """
+    stopped = installed.stop()
+
+    assert systemctl.calls() == [["--quiet", "is-active", "garm"]]
+    assert stopped
 
 
 def test_version_runs_garm_dash_dash_version(installed: Workload, runner: RecordingRunner):
