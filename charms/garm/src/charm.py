@@ -23,6 +23,7 @@ from charm_reconcile import (
     CONFIGURATOR_RELATION,
     PEER_RELATION,
     GarmReconciler,
+    drain_holds,
     local_client,
     passphrase_secret_ref,
     public_url,
@@ -34,10 +35,11 @@ from reconcile.bootstrap import read_secrets
 from reconcile.charm_metrics import MetricsState, after_pass, render
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
-from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
+from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared, paused_tick, resumed
 from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
 from relations.database import Database
+from scaleset_reconciler import ReconcileReport
 from scaleset_reconciler.refresh_request import UnknownScaleset, request_refresh
 from workload.backup import restore_problem
 from workload.exporter import CharmExporter, ExporterError
@@ -187,10 +189,14 @@ class GarmCharm(ops.CharmBase):
     def _schedule_tick(self, state: CharmState, *, paused: bool) -> None:
         """Keep the reconcile tick on the leader at `reconcile-interval`; nowhere else.
 
+        While paused the tick renews GARM's lease and does nothing else, at most a minute
+        apart (`paused_tick`): the pause promises GARM keeps running (ADR 0024).
         A systemd failure is logged and retried at the next hook, which reconciles anyway.
         """
         interval = state.config.reconcile_interval
-        if not state.leader or not interval or paused:
+        if paused:
+            interval = paused_tick(interval)
+        if not state.leader or not interval:
             self._tick.remove()
             return
         try:
@@ -257,11 +263,12 @@ class GarmCharm(ops.CharmBase):
             config = self._state().config
             client = local_client(config, self._certificates.tls_files())
             client.login(creds.admin_username, creds.admin_password)
+            now = utc_now()
             listing = list_scalesets(
                 client,
                 self._reconciler.desired(),
-                now=utc_now(),
-                settings=reconcile_settings(config),
+                now=now,
+                settings=reconcile_settings(config, drain_holds(self.model, now)),
             )
         except (InvalidConfigError, GarmError) as error:
             event.fail(str(error))
@@ -369,14 +376,26 @@ class GarmCharm(ops.CharmBase):
         event.set_results({"paused-since": pause.since.isoformat(), "paused-by": pause.by})
 
     def _on_resume(self, event: ops.ActionEvent) -> None:
-        """End any pause, then reconcile at once: GARM is started again if it was stopped."""
+        """End any pause, then reconcile at once: GARM is started again if it was stopped.
+
+        The pause held the drain clock (ADR 0034): the output says by how much, and when each
+        retired scale set's drain now ends.
+        """
         peers = self._leader_peers(event, "resume")
         if peers is None:
             return
-        peers.data[self.app].update(cleared())
+        data = peers.data[self.app]
+        ended, held = resumed(Maintenance.from_app_data(data), data, utc_now())
+        data.update(ended)
         self._reconcile(event)
         status = self._status or ops.UnknownStatus()
-        event.set_results({"status": f"{status.name}: {status.message}"})
+        event.set_results(
+            {
+                "status": f"{status.name}: {status.message}",
+                "drain-clock-held": f"{int(held.total_seconds())}s",
+                "drain-deadlines": json.dumps(drain_deadlines(self._reconciler.last_report)),
+            }
+        )
 
     def _on_create_backup(self, event: ops.ActionEvent) -> None:
         """An online copy of GARM's SQLite database with its manifest (ADR 0025)."""
@@ -497,6 +516,18 @@ class GarmCharm(ops.CharmBase):
             address = self.model.get_binding(CONFIGURATOR_RELATION).network.ingress_address
             self._unit_address = str(address) if address is not None else "127.0.0.1"
         return self._unit_address
+
+
+def drain_deadlines(report: ReconcileReport | None) -> dict[str, str]:
+    """Each retired scale set still draining -> when its drain ends (ISO 8601, UTC)."""
+    if report is None:
+        return {}
+    retired = [p for spec in report.specs for p in spec.predecessors] + report.orphans
+    return {
+        p.name: p.deadline.astimezone(datetime.UTC).isoformat()
+        for p in retired
+        if p.deadline is not None
+    }
 
 
 def utc_now() -> datetime.datetime:

@@ -31,7 +31,7 @@ from garm_api import (
     WireFormatError,
 )
 from juju_secrets import JujuSecretStore
-from reconcile import fencing
+from reconcile import fencing, maintenance
 from reconcile.bootstrap import (
     DB_PASSPHRASE_LABEL,
     BootstrapSecrets,
@@ -62,7 +62,8 @@ from relations.service_handover import (
     running_flag,
     stopped_for,
 )
-from scaleset_reconciler import ReconcileSettings, dropped_and_kept
+from scaleset_reconciler import ReconcileReport, ReconcileSettings, dropped_and_kept
+from scaleset_reconciler.drain_clock import Hold
 from workload.backup import BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import VersionRefused, WorkloadError
@@ -120,6 +121,8 @@ class GarmReconciler:
         self._lease_renewed = False
         # The last scale-set pass that completed in this hook, for the charm's metrics (ADR 0030).
         self.completed_pass: CompletedPass | None = None
+        # The last scale-set pass's report in this hook, for an action's output (`resume`).
+        self.last_report: ReconcileReport | None = None
 
     def stand_down(self, *, leader: bool = True) -> None:
         """First, whatever else fails: a unit that is not the leader must not keep GARM running.
@@ -482,13 +485,14 @@ class GarmReconciler:
                 client,
                 desired,
                 now=now,
-                settings=reconcile_settings(config),
+                settings=reconcile_settings(config, drain_holds(self._charm.model, now)),
                 proxy=garm_config.proxy,
                 ask_github_scalesets=ask_github,
             )
             if ask_github:
                 self._stored.github_scalesets_asked_at = now.isoformat()
             self.completed_pass = CompletedPass(outcome.report, desired.specs, now)
+            self.last_report = outcome.report
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
             self._restart_for_dropped_sets(client, dropped_and_kept(outcome.report), now)
         except (GarmError, WorkloadError) as error:
@@ -583,15 +587,27 @@ def public_url(config: CharmConfig, address: str, tls: TlsFiles | None) -> str:
     return url
 
 
-def reconcile_settings(config: CharmConfig) -> ReconcileSettings:
-    """The scale-set pass's timings, from the config."""
+def reconcile_settings(
+    config: CharmConfig, drain_holds: tuple[Hold, ...] = ()
+) -> ReconcileSettings:
+    """The scale-set pass's timings, from the config and the pauses that held the drain clock."""
     return ReconcileSettings(
         handover_grace=config.handover_grace,
         drain_timeout=config.drain_timeout,
         handover_timeout=config.handover_timeout,
         refresh_surge=config.refresh_surge,
         runner_stuck_timeout=config.runner_stuck_timeout or None,
+        drain_holds=drain_holds,
     )
+
+
+def drain_holds(model: ops.Model, now: datetime.datetime) -> tuple[Hold, ...]:
+    """The pauses the drain clock stood still for, a pause in force until `now` (ADR 0034)."""
+    peers = model.get_relation(PEER_RELATION)
+    if peers is None:
+        return ()
+    data = peers.data[model.app]
+    return maintenance.holds(data, maintenance.Maintenance.from_app_data(data), now)
 
 
 def _garm_config(

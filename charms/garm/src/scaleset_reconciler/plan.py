@@ -22,6 +22,7 @@ from garm_api.models import (
     ScaleSetUpdate,
     normalise_labels,
 )
+from scaleset_reconciler.drain_clock import Hold, drain_deadline
 from scaleset_reconciler.marker import Marker, config_hash, parse_marker, serves
 from scaleset_reconciler.naming import (
     NAME_BUDGET,
@@ -91,6 +92,7 @@ class ReconcileSettings:
         runner_stuck_timeout: how long a live scale set's runner may stay in a state that is
             not final before it is removed (ADR 0023); None: runners are not checked (and a
             converged pass lists no instances).
+        drain_holds: the pauses (start, end) the drain clock stood still for (ADR 0034).
     """
 
     handover_grace: datetime.timedelta = datetime.timedelta(seconds=60)
@@ -100,6 +102,7 @@ class ReconcileSettings:
     name_budget: int = NAME_BUDGET
     refresh_surge: int = DEFAULT_SURGE
     runner_stuck_timeout: datetime.timedelta | None = None
+    drain_holds: tuple[Hold, ...] = ()
 
 
 # Actions --------------------------------------------------------------------------------------
@@ -1159,7 +1162,8 @@ def _drain(
     scaleset = member.scaleset
     retired_at = marker.retired_at or context.now
     runners = context.observed.runners(scaleset.id)
-    deadline = retired_at + context.settings.drain_timeout
+    settings = context.settings
+    deadline = drain_deadline(retired_at, settings.drain_timeout, settings.drain_holds)
     left = max(0.0, (deadline - context.now).total_seconds())
     report = PredecessorReport(
         scaleset.name,
