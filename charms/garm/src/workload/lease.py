@@ -18,7 +18,7 @@ from pathlib import Path
 
 from charmlibs import systemd
 
-from workload import systemctl
+from workload import sandbox, systemctl
 from workload.host import (
     SERVICE_NAME,
     CommandError,
@@ -72,7 +72,7 @@ Description=Stop GARM when this unit's lease has ended (garm charm)
 [Service]
 Type=oneshot
 ExecStart=/bin/sh {files.script}
-"""
+{sandbox.WATCHDOG}"""
 
 
 def render_timer() -> str:
