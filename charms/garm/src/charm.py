@@ -73,7 +73,11 @@ class GarmCharm(ops.CharmBase):
     def __init__(self, framework: ops.Framework) -> None:
         super().__init__(framework)
         self._stored.set_default(
-            debug_ssh={}, github_scalesets_asked_at="", garm_restarted_for_github_at=""
+            debug_ssh={},
+            github_scalesets_asked_at="",
+            garm_restarted_for_github_at="",
+            # GitHub's first "missing" answers, to be confirmed at a later check (ADR 0029).
+            github_missing_since="",
         )
         # What this hook read from Juju, once: the state, or why the config is invalid.
         self._snapshot: CharmState | InvalidConfigError | None = None

@@ -45,6 +45,7 @@ from reconcile.charm_metrics import CompletedPass
 from reconcile.credential_rotation import settle_admin_password
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import reconcile_objects
+from reconcile.github_dropped_verdict import sightings_from_json, sightings_to_json
 from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
 from reconcile.metrics_token import token_is_current
 from reconcile.provider_retention import retained_providers, retention_message
@@ -488,9 +489,12 @@ class GarmReconciler:
                 settings=reconcile_settings(config, drain_holds(self._charm.model, now)),
                 proxy=garm_config.proxy,
                 ask_github_scalesets=ask_github,
+                missing_sightings=sightings_from_json(str(self._stored.github_missing_since)),
             )
             if ask_github:
                 self._stored.github_scalesets_asked_at = now.isoformat()
+            if outcome.missing_sightings is not None:
+                self._stored.github_missing_since = sightings_to_json(outcome.missing_sightings)
             self.completed_pass = CompletedPass(outcome.report, desired.specs, now)
             self.last_report = outcome.report
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)

@@ -18,8 +18,9 @@ from garm_api import GithubEndpoint, Instance, ScaleSet
 from reconcile.desired_state import DesiredState
 from reconcile.github_agreement import apps_by_entity
 from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
+from reconcile.github_dropped_verdict import ConfirmedCheck, Sightings
 from reconcile.github_objects import GithubReport, reconcile_github
-from reconcile.github_scalesets import ScaleSetCheck
+from reconcile.github_scalesets import CHECK_EVERY, ScaleSetCheck
 from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
 from reconcile.schedule_status import with_schedule
 from reconcile.templates import (
@@ -65,6 +66,8 @@ class ObjectsOutcome:
         waiting: configurators that have not published yet.
         active: the changeovers in progress.
         report: the scale-set pass in full, for the log and the provider retention.
+        missing_sightings: GitHub's first "missing" answers still to be confirmed, as
+            `github_dropped_verdict.confirm` keeps them; None when GitHub was not asked.
     """
 
     blocked: str
@@ -72,6 +75,7 @@ class ObjectsOutcome:
     waiting: str
     active: str
     report: ReconcileReport
+    missing_sightings: Sightings | None = None
 
 
 def reconcile_objects(
@@ -82,18 +86,27 @@ def reconcile_objects(
     settings: ReconcileSettings,
     proxy: ProxyConfig | None = None,
     ask_github_scalesets: bool = False,
+    missing_sightings: Mapping[int, datetime.datetime] | None = None,
 ) -> ObjectsOutcome:
     """Run the GitHub pass, then the scale-set pass between the template steps; summarise.
 
     With `proxy` (the model's), the scale-set pass asks GitHub, through it, whether busy
     runners of retired scale sets still exist, and removes those whose jobs ended (ADR 0015);
     with `ask_github_scalesets` too, it asks whether GitHub still has the scale sets, and
-    creates a live one GitHub dropped again under a new name (ADR 0029).
+    creates a live one GitHub dropped again under a new name (ADR 0029) once GitHub said so
+    at two checks `CHECK_EVERY` apart: `missing_sightings` are the first answers so far.
     """
     github = reconcile_github(api, desired.bindings, complete=desired.complete)
     for warning in github.warnings:
         logger.warning("%s", warning)
     templates = sync_templates(api, dict(desired.runner_templates))
+    check = (
+        ConfirmedCheck(
+            _scaleset_check(api, desired, proxy), dict(missing_sightings or {}), now, CHECK_EVERY
+        )
+        if proxy is not None and ask_github_scalesets
+        else None
+    )
     report = reconcile(
         api,
         desired.specs,
@@ -101,11 +114,7 @@ def reconcile_objects(
         settings=settings,
         sweep_orphans=desired.complete,
         finished_at_github=None if proxy is None else _runner_check(api, desired, proxy),
-        missing_at_github=(
-            _scaleset_check(api, desired, proxy)
-            if proxy is not None and ask_github_scalesets
-            else None
-        ),
+        missing_at_github=check,
         sleep=None if proxy is None else time.sleep,
     )
     cleanup = CleanupReport()
@@ -123,6 +132,7 @@ def reconcile_objects(
         waiting=_waiting(desired),
         active=with_schedule(status_message(report), desired.specs),
         report=report,
+        missing_sightings=None if check is None else check.sightings,
     )
 
 
