@@ -101,6 +101,8 @@ class RecordingWorkload:
     # The sha256 of GARM's database file: a backup copies it, a restore brings one back.
     database_sha256: str = "0" * 64
     restore_error: BackupError | None = None
+    # The backup the last restore put in place: pruning spares it.
+    last_restored: str = ""
     # systemd fails to stop GARM: it keeps running after `stop`, as on a machine whose
     # `systemctl disable --now` failed.
     stop_fails: bool = False
@@ -274,6 +276,20 @@ class RecordingWorkload:
         if self.restore_error is not None:
             raise self.restore_error
         self.database_sha256 = manifest.sha256
+        self.last_restored = manifest.name
+
+    def prune_backups(self, keep: int, *, just_made: str) -> list[str]:
+        """Drop the oldest backups beyond `keep`; the one just made and the last restored stay."""
+        self.calls.append(f"prune_backups {keep}")
+        others = sorted(
+            (name for name in self.backups if name != just_made),
+            key=lambda name: (self.backups[name].created, name),
+        )
+        newest = others[max(0, len(others) - (keep - 1)) :] if keep > 1 else []
+        removed = [name for name in others if name not in {*newest, self.last_restored}]
+        for name in removed:
+            del self.backups[name]
+        return removed
 
     def migrate_database(self) -> int:
         """Record an offline migration; fail like the workload when told to."""

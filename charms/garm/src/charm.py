@@ -414,7 +414,14 @@ class GarmCharm(ops.CharmBase):
         except WorkloadError as error:
             event.fail(str(error))
             return
-        event.set_results(manifest.as_results(self._workload.backup_path(name)))
+        results = manifest.as_results(self._workload.backup_path(name))
+        try:
+            keep = self._state().config.backup_keep
+        except InvalidConfigError:
+            keep = None  # a bad config changes nothing: no backup is removed for it
+        if keep is not None:
+            results["pruned"] = ",".join(self._workload.prune_backups(keep, just_made=name))
+        event.set_results(results)
 
     def _on_restore_backup(self, event: ops.ActionEvent) -> None:
         """Pause, stop GARM, swap the checked backup in, then start GARM and resume (ADR 0025).

@@ -46,6 +46,7 @@ MAX_HOST_LENGTH: Final = 253
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 # More replacements at once than this is a second scale set, not a refresh.
 MAX_REFRESH_SURGE: Final = 50
+MAX_BACKUP_KEEP: Final = 1000
 
 
 class InvalidConfigError(ValueError):
@@ -103,6 +104,8 @@ class CharmConfig:
     refresh_surge: int = 1
     # Zero: runners are not checked for being stuck (ADR 0023).
     runner_stuck_timeout: datetime.timedelta = datetime.timedelta(minutes=30)
+    # How many backups stay after a new one (`workload.backup_retention`).
+    backup_keep: int = 10
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -231,6 +234,14 @@ def _refresh_surge(value: Any) -> int:
     return value
 
 
+def _backup_keep(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number")
+    if not 1 <= value <= MAX_BACKUP_KEEP:
+        raise ValueError(f"must be 1-{MAX_BACKUP_KEEP}")
+    return value
+
+
 def _log_level(value: Any) -> LogLevel:
     if value not in LOG_LEVELS:
         raise ValueError("must be 'debug', 'info', 'warn' or 'error'")
@@ -293,6 +304,7 @@ _OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
     "reconcile-interval": ("reconcile_interval", _interval),
     "refresh-surge": ("refresh_surge", _refresh_surge),
     "runner-stuck-timeout": ("runner_stuck_timeout", _stuck_timeout),
+    "backup-keep": ("backup_keep", _backup_keep),
 }
 
 

@@ -235,7 +235,7 @@ class GarmReconciler:
         problem = self._backend_problem(backend, client, creds)
         if problem is not None:
             return charm_status.backend_switch_refused(problem)
-        upgrade = self._upgrade(version, sqlite=backend == SQLITE)
+        upgrade = self._upgrade(version, sqlite=backend == SQLITE, keep=state.config.backup_keep)
         if upgrade is not None:
             return upgrade
         handover = self._take_over(sqlite=backend == SQLITE)
@@ -278,7 +278,7 @@ class GarmReconciler:
             garm_has_objects=_garm_has_objects(client, creds),
         )
 
-    def _upgrade(self, version: str, *, sqlite: bool) -> ops.StatusBase | None:
+    def _upgrade(self, version: str, *, sqlite: bool, keep: int) -> ops.StatusBase | None:
         """Refuse a downgrade; back SQLite up before a newer GARM migrates it (ADR 0025).
 
         The install refuses a downgrade before the binary is swapped in; this refusal is for a
@@ -301,6 +301,7 @@ class GarmReconciler:
         except WorkloadError as error:
             return ops.BlockedStatus(f"no backup before the upgrade, so none made: {error}")
         logger.info("upgrading GARM %s -> %s, backup %s", last_ran, version, backup.name)
+        self._workload.prune_backups(keep, just_made=backup.name)
         return self._migrate(backup, last_ran, version)
 
     def _pre_upgrade_backup(self, name: str, last_ran: str) -> BackupManifest:

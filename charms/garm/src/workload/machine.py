@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from workload import backup, migration, service
+from workload import backup, backup_retention, migration, service
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import (
     SYSTEM_USER,
@@ -289,6 +289,17 @@ class Workload:
             raise backup.BackupError("GARM is still running: not restored")
         uid, gid = self._installer.garm_ids()
         backup.restore_backup(self.paths, manifest, uid=uid, gid=gid)
+        try:
+            backup_retention.note_restored(self.paths, manifest.name)
+        except OSError as error:
+            raise backup.BackupError(
+                f"restored, but could not note it (pruning may remove {manifest.name}): "
+                f"{error.strerror}"
+            ) from None
+
+    def prune_backups(self, keep: int, *, just_made: str) -> list[str]:
+        """Remove the oldest backups beyond `keep`, never one still needed; the names removed."""
+        return backup_retention.prune(self.paths, keep, just_made=just_made)
 
     def backup_path(self, name: str) -> Path:
         """Where the backup `name` keeps its copy of the database."""

@@ -149,6 +149,7 @@ CONFIG_ROWS = (
     Bad("reconcile-interval", "29s", ("reconcile-interval", "0 or at least 30s")),
     Bad("refresh-surge", 0, ("refresh-surge", "1-50")),
     Bad("runner-stuck-timeout", "169h", ("runner-stuck-timeout", "at most 168h")),
+    Bad("backup-keep", 0, ("backup-keep", "1-1000")),
 )
 
 

@@ -27,6 +27,7 @@ def test_defaults_are_valid():
             "handover-timeout": "30m",
             "refresh-surge": 1,
             "runner-stuck-timeout": "30m",
+            "backup-keep": 10,
         }
     )
 
@@ -37,6 +38,7 @@ def test_defaults_are_valid():
     assert config.handover_grace == datetime.timedelta(seconds=60)
     assert config.refresh_surge == 1
     assert config.runner_stuck_timeout == datetime.timedelta(minutes=30)
+    assert config.backup_keep == 10
     assert config.base_url("10.1.2.3") == "http://10.1.2.3:9997"
 
 
@@ -90,6 +92,10 @@ def test_zero_reconcile_interval_means_hooks_only(text: str):
         ({"refresh-surge": 0}, "refresh-surge"),
         ({"refresh-surge": 51}, "refresh-surge"),
         ({"runner-stuck-timeout": "1d"}, "runner-stuck-timeout"),
+        ({"backup-keep": 0}, "backup-keep"),
+        ({"backup-keep": 1001}, "backup-keep"),
+        ({"backup-keep": "10"}, "backup-keep"),
+        ({"backup-keep": True}, "backup-keep"),
     ],
 )
 def test_bad_values_name_the_option(raw: dict[str, object], option: str):

@@ -403,6 +403,7 @@ def test_a_failed_migration_puts_the_backup_back_and_blocks(unit: Unit):
         "install",
         "stop",
         f"create_backup {name}",
+        "prune_backups 10",
         "migrate_database",
         f"restore_backup {name}",
     ]

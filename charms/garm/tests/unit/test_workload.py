@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import io
 import re
@@ -1317,3 +1318,29 @@ def test_a_failed_password_reset_never_repeats_its_output(tmp_path: Path):
 
     assert "exit status 2" in str(caught.value)
     assert "secret-Password-2" not in str(caught.value)
+
+
+def test_a_restored_backup_is_never_pruned_after(installed: Workload):
+    """Arrange: GARM's database, three backups of it an hour apart; b0 restored (GARM stopped).
+
+    Act: a fourth backup, then prune to 2. Assert: b0 (the last restore's) stays beyond the
+    count with the two newest; b1 goes.
+    """
+    installed.paths.data.mkdir(parents=True, exist_ok=True)
+    installed.paths.sqlite_db.write_bytes(b"")
+    start = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
+    for n in range(3):
+        installed.create_backup(
+            f"b{n}", passphrase_secret="", now=start + datetime.timedelta(hours=n)
+        )
+    installed.restore_backup(installed.read_backup("b0"))
+    installed.create_backup("b3", passphrase_secret="", now=start + datetime.timedelta(hours=3))
+
+    removed = installed.prune_backups(2, just_made="b3")
+
+    assert removed == ["b1"]
+    assert sorted(p.name for p in (installed.paths.charm_state / "backups").iterdir()) == [
+        "b0",
+        "b2",
+        "b3",
+    ]
