@@ -545,6 +545,8 @@ class ScalesetMachine(RuleBasedStateMachine):
             self._github_scalesets(), dict(self.github_sightings), garm.now, CHECK_EVERY
         )
         dropped_before = {row.id for row in garm.rows.values() if row.dropped_at_github}
+        # Named missing by the check before this one too: a second answer may confirm it.
+        dropped_before |= set(self.github_sightings)
         try:
             report = reconcile(
                 garm,
@@ -585,7 +587,11 @@ class ScalesetMachine(RuleBasedStateMachine):
     def _check_replaced_only_if_dropped(
         self, report: ReconcileReport, dropped_before: set[int]
     ) -> None:
-        """A live set is replaced as "dropped by GitHub" only if GitHub really dropped it."""
+        """A live set is replaced as "dropped by GitHub" only if GitHub really dropped it.
+
+        Or if GitHub named it missing at the check before as well: two wrong answers a check
+        apart are what the charm takes for GitHub's word (ADR 0029); one never is.
+        """
         for spec in report.specs:
             if not spec.missing_at_github:
                 continue
