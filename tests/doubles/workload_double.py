@@ -123,6 +123,11 @@ class RecordingWorkload:
     backup_runner_names: dict[str, frozenset[str]] = dataclasses.field(
         default_factory=dict[str, frozenset[str]]
     )
+    # The backup the last restore put in place: pruning spares it.
+    last_restored: str = ""
+    # systemd fails to stop GARM: it keeps running after `stop`, as on a machine whose
+    # `systemctl disable --now` failed.
+    stop_fails: bool = False
 
     def install(
         self,
@@ -187,11 +192,12 @@ class RecordingWorkload:
         self.calls.append("restart")
         self.restarts += 1
 
-    def stop(self) -> None:
-        """Record a stop; the lease goes with it, as on the machine."""
+    def stop(self) -> bool:
+        """Record a stop; the lease goes with it, as on the machine. Whether GARM stopped."""
         self.calls.append("stop")
         self.lease.drop()
-        self.running = False
+        self.running = self.running and self.stop_fails
+        return not self.running
 
     def remove(self) -> None:
         """Record a removal."""
@@ -302,6 +308,20 @@ class RecordingWorkload:
         if self.restore_error is not None:
             raise self.restore_error
         self.database_sha256 = manifest.sha256
+        self.last_restored = manifest.name
+
+    def prune_backups(self, keep: int, *, just_made: str) -> list[str]:
+        """Drop the oldest backups beyond `keep`; the one just made and the last restored stay."""
+        self.calls.append(f"prune_backups {keep}")
+        others = sorted(
+            (name for name in self.backups if name != just_made),
+            key=lambda name: (self.backups[name].created, name),
+        )
+        newest = others[max(0, len(others) - (keep - 1)) :] if keep > 1 else []
+        removed = [name for name in others if name not in {*newest, self.last_restored}]
+        for name in removed:
+            del self.backups[name]
+        return removed
 
     def migrate_database(self, backup_name: str, from_version: str, to_version: str) -> int:
         """Record a migration on a copy; fail like the workload when told to.

@@ -6,13 +6,19 @@ delete until a restart has created it again at GitHub. The charm asks GitHub its
 asks (ADR 0029): here the whole charm runs hook after hook against each real GARM binary and the
 fake GitHub, which forgets the live scale set.
 
-The charm asks GitHub once a quarter hour; the test stands for the quarter hour passing by
-clearing the time of the last question the charm kept, and waits for everything else for real.
+The charm asks GitHub once a quarter hour, and takes GitHub's word that a set is gone only
+when two checks a quarter hour apart say so; the test stands for the quarter hour passing by
+clearing the time of the last question the charm kept and moving the first answers it noted a
+quarter hour back, and waits for everything else for real.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import json
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from ops import testing
@@ -34,6 +40,8 @@ unused_port = machine_walk.unused_port
 walk = machine_walk.walk
 
 ASKED_AT = "github_scalesets_asked_at"
+MISSING_SINCE = "github_missing_since"
+QUARTER_HOUR = datetime.timedelta(minutes=15)
 
 
 @pytest.fixture(params=SQLITE_CASES)
@@ -45,13 +53,15 @@ def case(request: pytest.FixtureRequest) -> Case:
 def test_a_live_set_github_dropped_is_replaced_and_the_old_one_deleted(walk: Walk):
     """Arrange: the charm runs GARM with configurator `small` served; GitHub drops its set.
 
-    Act: a quarter hour later (the charm's next question to GitHub), hooks until the new set
-    serves and the old one's delete was kept; a quarter hour later, hooks.
+    Act: a quarter hour later (the charm's next question to GitHub), a hook; a quarter hour
+    after that, hooks until the new set serves and the old one's delete was kept; a quarter
+    hour later and another, hooks.
 
-    Assert: the charm creates a new set under a new name, which GARM creates at GitHub, and
-    says why in its status; the old set is retired, and GARM keeps it through a delete; GitHub
-    confirms it gone, so the charm restarts GARM once; the old set is then deleted, the new one
-    serves with an idle runner, and the status is Active again.
+    Assert: GitHub's first answer changes nothing; at the second the charm creates a new set
+    under a new name, which GARM creates at GitHub, and says why in its status; the old set is
+    retired, and GARM keeps it through a delete; GitHub confirms it gone, so the charm restarts
+    GARM once; the old set is then deleted, the new one serves with an idle runner,
+    and the status is Active again.
     """
     install_and_bootstrap(walk)
     point_github_at_the_fake(walk)
@@ -61,10 +71,17 @@ def test_a_live_set_github_dropped_is_replaced_and_the_old_one_deleted(walk: Wal
 
     ask_again(walk)
     walk.hook(walk.ctx.on.update_status())
+    after_one_answer = names(walk)
+    ask_again(walk)
+    walk.hook(walk.ctx.on.update_status())
     said = walk.statuses[-1]
     new = next(s for s in walk.scalesets() if s.name != first.name)
     walk.update_status_until(lambda: old_retired_and_kept(walk, first), "the old set kept")
     kept_restarts = walk.machine.restarts()
+    # Every check since the first named the old set missing; a second one confirms it anew
+    # if a check in between had not asked about it.
+    ask_again(walk)
+    walk.hook(walk.ctx.on.update_status())
     ask_again(walk)
     walk.update_status_until(lambda: names(walk) == [new.name], "the old set deleted")
     walk.update_status_until(
@@ -74,6 +91,7 @@ def test_a_live_set_github_dropped_is_replaced_and_the_old_one_deleted(walk: Wal
         "the new set's idle runner",
     )
 
+    assert after_one_answer == [first.name], "one answer from GitHub replaces nothing"
     assert "GitHub dropped its scale set; creating a new one" in said
     assert new.normalised_labels == first.normalised_labels
     assert new.enabled
@@ -84,14 +102,24 @@ def test_a_live_set_github_dropped_is_replaced_and_the_old_one_deleted(walk: Wal
 
 
 def ask_again(walk: Walk) -> None:
-    """Forget when the charm last asked GitHub, as a quarter hour passing would."""
+    """Forget when the charm last asked GitHub and age its first answers: a quarter hour on."""
     stored = [s for s in walk.state.stored_states if ASKED_AT in s.content]
     assert stored, "the charm keeps when it last asked GitHub"
     updated = {
-        dataclasses.replace(s, content={**s.content, ASKED_AT: ""}) if s in stored else s
+        dataclasses.replace(s, content=quarter_hour_later(s.content)) if s in stored else s
         for s in walk.state.stored_states
     }
     walk.state = dataclasses.replace(walk.state, stored_states=frozenset(updated))
+
+
+def quarter_hour_later(content: Mapping[str, Any]) -> dict[str, Any]:
+    """The charm's stored content, no last question kept, its first answers 15 minutes older."""
+    noted = json.loads(str(content.get(MISSING_SINCE) or "{}"))
+    aged = {
+        scaleset: (datetime.datetime.fromisoformat(since) - QUARTER_HOUR).isoformat()
+        for scaleset, since in noted.items()
+    }
+    return {**content, ASKED_AT: "", MISSING_SINCE: json.dumps(aged)}
 
 
 def old_retired_and_kept(walk: Walk, old: ScaleSet) -> bool:

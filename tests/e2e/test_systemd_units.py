@@ -11,7 +11,9 @@ relation, so GARM runs under a lease and its watchdog; `cos-agent`, so the expor
 - the exporter answers on 127.0.0.1 only, and its unit's address filter holds;
 - the tick's timer fires at `reconcile-interval` and its command dispatches `reconcile-tick`;
 - the lease watchdog stops GARM once the lease has lapsed, with no hook running (it stops
-  GARM, and the next hook must start it again);
+  GARM, and the next hook must start it again), from inside its sandbox;
+- the tick's sandbox still lets its command reach the unit agent's root-only socket, as
+  juju-exec does to have the agent run the hook;
 - and of the walks' own check: a unit that fails fails the walk, one that systemd could not
   put in its cgroup (which systemd then restarts) does not.
 """
@@ -50,6 +52,10 @@ OTHER_ADDRESS = "192.0.2.1"
 GARM_PORT = 9997
 TMP = "/tmp"  # noqa: S108 - the container's /tmp, which GARM's sandbox replaces with its own
 PROBE = ".e2e-write-probe"
+MAX_EXPOSURE = 2.0
+# Where juju-exec finds the unit agent of garm/0 (root's, 0700 directories, a 0600 socket).
+AGENT_SOCKET = "/var/lib/juju/agents/unit-garm-0/run.socket"
+TICK_DROP_IN = "/etc/systemd/system/garm-reconcile-tick.service.d/e2e-probe.conf"
 
 
 @pytest.fixture(scope="module")
@@ -147,6 +153,9 @@ def test_each_unit_is_within_the_exposure_the_docs_state(deployed: Walk):
     stated = documented_exposures()
 
     measured = {unit: exposure(deployed.machine.container, unit) for unit in stated}
+
+    # The figures the docs may state: every unit of the charm's within 2.0.
+    assert {unit: limit for unit, limit in stated.items() if limit > MAX_EXPOSURE} == {}
 
     assert set(stated) == {
         "garm.service",
@@ -296,6 +305,79 @@ def test_the_watchdog_stops_garm_once_the_lease_lapses(deployed: Walk):
     assert watched[0] <= stopped[0], "stopped by the watchdog, which ran first"
     deployed.update_status_until(machine.is_running, "GARM running again after hooks")
     assert int(machine.lease_files.lease.read_text()) > time.time(), "a renewed lease"
+
+
+def test_the_tick_reaches_the_unit_agents_socket_from_its_sandbox(deployed: Walk):
+    """Arrange: a stand-in unit agent on its root-only socket; the tick's unit with a probe.
+
+    The agent is socket-activated; the tick's unit is as the charm rendered it, its command
+    replaced by the probe through a drop-in (the sandbox stays as rendered).
+
+    Act: start the tick's service.
+    Assert: it succeeds and the agent got the probe's request, as juju-exec hands the agent
+    the hook to run; the probe cannot read GARM's configuration nor write the machine.
+    """
+    container = deployed.machine.container
+    container.write(
+        "/etc/systemd/system/e2e-unit-agent.socket",
+        f"[Socket]\nListenStream={AGENT_SOCKET}\nSocketMode=0600\nDirectoryMode=0700\n"
+        "Accept=yes\n".encode(),
+    )
+    container.write(
+        "/etc/systemd/system/e2e-unit-agent@.service",
+        b"[Service]\nExecStart=/bin/sh -c 'read line; echo \"agent got: $line\"'\n"
+        b"StandardInput=socket\nStandardOutput=journal\n",
+    )
+    container.write("/var/lib/e2e-probe/probe.py", TICK_PROBE.encode())
+    container.write(
+        TICK_DROP_IN,
+        b"[Service]\nExecStart=\nExecStart=/usr/bin/python3 -I /var/lib/e2e-probe/probe.py\n",
+    )
+    container.systemctl("daemon-reload")
+    try:
+        container.run(["systemctl", "start", "e2e-unit-agent.socket"])
+        since = time.time()
+
+        started = container.systemctl("start", "garm-reconcile-tick.service")
+
+        probe = container.run(
+            [
+                "journalctl",
+                "--no-pager",
+                "-o",
+                "cat",
+                "-u",
+                "garm-reconcile-tick.service",
+                f"--since=@{int(since) - 1}",
+            ],
+            check=False,
+        ).stdout
+        agent = container.run(
+            ["journalctl", "--no-pager", "-o", "cat", "-u", "e2e-unit-agent@*"], check=False
+        ).stdout
+    finally:
+        container.run(["rm", "-f", TICK_DROP_IN])
+        container.systemctl("daemon-reload")
+    assert started.returncode == 0, started.stderr + probe
+    assert "agent got: dispatch reconcile-tick" in agent, agent + probe
+    assert "garm config readable: False" in probe, probe
+    assert "root writable: False" in probe, probe
+
+
+# Run by the tick's unit in place of juju-exec: reach the agent, try GARM's files and `/`.
+TICK_PROBE = f"""\
+import os, socket
+agent = socket.socket(socket.AF_UNIX)
+agent.connect({AGENT_SOCKET!r})
+agent.sendall(b"dispatch reconcile-tick\\n")
+agent.close()
+print("garm config readable:", os.access("/etc/garm/config.toml", os.R_OK))
+try:
+    open("/e2e-tick-probe", "w").close()
+    print("root writable: True")
+except OSError:
+    print("root writable: False")
+"""
 
 
 def job_times(machine: ContainerMachine, unit: str, job: str, since: float) -> list[float]:

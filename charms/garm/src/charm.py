@@ -24,6 +24,7 @@ from charm_reconcile import (
     CONFIGURATOR_RELATION,
     PEER_RELATION,
     GarmReconciler,
+    drain_holds,
     local_client,
     passphrase_secret_ref,
     public_url,
@@ -37,12 +38,13 @@ from reconcile.credential_rotation import RotationError, rotate_admin_password, 
 from reconcile.garm_objects import list_scalesets
 from reconcile.github_http import Quotas
 from reconcile.github_view import from_json as views_from_json
-from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared
+from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared, paused_tick, resumed
 from reconcile.restore_check import RestoreCheck
 from reconcile.teardown import TEARDOWN_SINCE_KEY, TeardownReport, teardown_since
 from relations import certificates, cos_agent, debug_ssh
 from relations import database as database_relation
 from relations.database import Database
+from scaleset_reconciler import ReconcileReport
 from scaleset_reconciler.refresh_request import UnknownScaleset, request_refresh
 from workload.backup import BackupManifest, restore_problem
 from workload.exporter import CharmExporter, ExporterError
@@ -83,6 +85,8 @@ class GarmCharm(ops.CharmBase):
             offline_checked_at="",
             offline_since="{}",
             github_view="{}",
+            # GitHub's first "missing" answers, to be confirmed at a later check (ADR 0029).
+            github_missing_since="",
         )
         # What this hook read from Juju, once: the state, or why the config is invalid.
         self._snapshot: CharmState | InvalidConfigError | None = None
@@ -211,10 +215,14 @@ class GarmCharm(ops.CharmBase):
     def _schedule_tick(self, state: CharmState, *, paused: bool) -> None:
         """Keep the reconcile tick on the leader at `reconcile-interval`; nowhere else.
 
+        While paused the tick renews GARM's lease and does nothing else, at most a minute
+        apart (`paused_tick`): the pause promises GARM keeps running (ADR 0024).
         A systemd failure is logged and retried at the next hook, which reconciles anyway.
         """
         interval = state.config.reconcile_interval
-        if not state.leader or not interval or paused:
+        if paused:
+            interval = paused_tick(interval)
+        if not state.leader or not interval:
             self._tick.remove()
             return
         try:
@@ -363,11 +371,12 @@ class GarmCharm(ops.CharmBase):
             config = self._state().config
             client = local_client(config, self._certificates.tls_files())
             client.login(creds.admin_username, creds.admin_password)
+            now = utc_now()
             listing = list_scalesets(
                 client,
                 self._reconciler.desired(),
-                now=utc_now(),
-                settings=reconcile_settings(config),
+                now=now,
+                settings=reconcile_settings(config, drain_holds(self.model, now)),
             )
         except (InvalidConfigError, GarmError) as error:
             event.fail(str(error))
@@ -486,14 +495,26 @@ class GarmCharm(ops.CharmBase):
         event.set_results({"paused-since": pause.since.isoformat(), "paused-by": pause.by})
 
     def _on_resume(self, event: ops.ActionEvent) -> None:
-        """End any pause, then reconcile at once: GARM is started again if it was stopped."""
+        """End any pause, then reconcile at once: GARM is started again if it was stopped.
+
+        The pause held the drain clock (ADR 0042): the output says by how much, and when each
+        retired scale set's drain now ends.
+        """
         peers = self._leader_peers(event, "resume")
         if peers is None:
             return
-        peers.data[self.app].update({**cleared(), TEARDOWN_SINCE_KEY: ""})
+        data = peers.data[self.app]
+        ended, held = resumed(Maintenance.from_app_data(data), data, utc_now())
+        data.update({**ended, TEARDOWN_SINCE_KEY: ""})
         self._reconcile(event)
         status = self._status or ops.UnknownStatus()
-        event.set_results({"status": f"{status.name}: {status.message}"})
+        event.set_results(
+            {
+                "status": f"{status.name}: {status.message}",
+                "drain-clock-held": f"{int(held.total_seconds())}s",
+                "drain-deadlines": json.dumps(drain_deadlines(self._reconciler.last_report)),
+            }
+        )
 
     def _on_create_backup(self, event: ops.ActionEvent) -> None:
         """An online copy of GARM's SQLite database with its manifest (ADR 0025)."""
@@ -508,7 +529,14 @@ class GarmCharm(ops.CharmBase):
         except WorkloadError as error:
             event.fail(str(error))
             return
-        event.set_results(manifest.as_results(self._workload.backup_path(name)))
+        results = manifest.as_results(self._workload.backup_path(name))
+        try:
+            keep = self._state().config.backup_keep
+        except InvalidConfigError:
+            keep = None  # a bad config changes nothing: no backup is removed for it
+        if keep is not None:
+            results["pruned"] = ",".join(self._workload.prune_backups(keep, just_made=name))
+        event.set_results(results)
 
     def _on_restore_backup(self, event: ops.ActionEvent) -> None:
         """Pause, stop GARM, swap the checked backup in, then start GARM and resume (ADR 0025).
@@ -671,6 +699,18 @@ def _teardown_results(report: TeardownReport) -> dict[str, str | int]:
         "remaining-scalesets": ",".join(report.remaining),
         "hand-made": ",".join(report.hand_made),
         "count": len(report.leftovers),
+    }
+
+
+def drain_deadlines(report: ReconcileReport | None) -> dict[str, str]:
+    """Each retired scale set still draining -> when its drain ends (ISO 8601, UTC)."""
+    if report is None:
+        return {}
+    retired = [p for spec in report.specs for p in spec.predecessors] + report.orphans
+    return {
+        p.name: p.deadline.astimezone(datetime.UTC).isoformat()
+        for p in retired
+        if p.deadline is not None
     }
 
 

@@ -58,6 +58,7 @@ MAX_REFRESH_SURGE: Final = 50
 # A budget or a bound above these holds no fleet a cloud can run (ADR 0038).
 MAX_CHANGEOVER_SURGE: Final = 100_000
 MAX_WRITES_PER_PASS: Final = 10_000
+MAX_BACKUP_KEEP: Final = 1000
 
 
 class InvalidConfigError(ValueError):
@@ -96,6 +97,8 @@ class CharmConfig:
     changeover_surge: int = 40
     # GARM writes per reconcile at most; zero: no bound (ADR 0038).
     max_writes_per_pass: int = 50
+    # How many backups stay after a new one (`workload.backup_retention`).
+    backup_keep: int = 10
 
     def base_url(self, address: str) -> str:
         """The URL runners and GitHub reach GARM at: external-url, else the unit's address."""
@@ -269,6 +272,14 @@ def _whole(value: Any, maximum: int) -> int:
     return value
 
 
+def _backup_keep(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("must be a whole number")
+    if not 1 <= value <= MAX_BACKUP_KEEP:
+        raise ValueError(f"must be 1-{MAX_BACKUP_KEEP}")
+    return value
+
+
 def _log_level(value: Any) -> LogLevel:
     if value not in LOG_LEVELS:
         raise ValueError("must be 'debug', 'info', 'warn' or 'error'")
@@ -342,6 +353,7 @@ _OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
     "max-writes-per-pass": ("max_writes_per_pass", _max_writes),
     "runner-stuck-timeout": ("runner_stuck_timeout", _stuck_timeout),
     "teardown-timeout": ("teardown_timeout", _teardown_timeout),
+    "backup-keep": ("backup_keep", _backup_keep),
 }
 
 

@@ -33,7 +33,7 @@ from garm_api import (
     WireFormatError,
 )
 from juju_secrets import JujuSecretStore
-from reconcile import fencing
+from reconcile import fencing, maintenance
 from reconcile.bootstrap import (
     DB_PASSPHRASE_LABEL,
     BootstrapSecrets,
@@ -46,7 +46,8 @@ from reconcile.bootstrap import (
 from reconcile.charm_metrics import CompletedPass
 from reconcile.credential_rotation import settle_admin_password
 from reconcile.desired_state import DesiredState
-from reconcile.garm_objects import reconcile_objects
+from reconcile.garm_objects import ObjectsOutcome, reconcile_objects
+from reconcile.github_dropped_verdict import sightings_from_json, sightings_to_json
 from reconcile.github_http import Quotas
 from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
 from reconcile.github_view import from_json as views_from_json
@@ -70,7 +71,8 @@ from relations.service_handover import (
     running_flag,
     stopped_for,
 )
-from scaleset_reconciler import ReconcileSettings, dropped_and_kept
+from scaleset_reconciler import ReconcileReport, ReconcileSettings, dropped_and_kept
+from scaleset_reconciler.drain_clock import Hold
 from workload.backup import BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import VersionRefused, WorkloadError
@@ -132,14 +134,19 @@ class GarmReconciler:
         self.completed_pass: CompletedPass | None = None
         # Set by the charm while the teardown action holds the scale sets down (ADR 0036).
         self.teardown_since: datetime.datetime | None = None
+        # The last scale-set pass's report in this hook, for an action's output (`resume`).
+        self.last_report: ReconcileReport | None = None
 
     def stand_down(self, *, leader: bool = True) -> None:
         """First, whatever else fails: a unit that is not the leader must not keep GARM running.
 
-        A non-leader also echoes the leader's claim: it stopped for good (ADR 0019).
+        A non-leader also echoes the leader's claim: it stopped for good (ADR 0019). Only once
+        GARM is seen stopped: the echo lets the new leader start GARM at once, so a failed
+        `systemctl stop` says "running" instead, and the new leader waits for the lease to end
+        (by when the watchdog has stopped GARM here, or the stop is retried at the next hook).
         """
-        self._workload.stop()
-        self._publish_running(False, acknowledge_claim=not leader)
+        stopped = self._workload.stop()
+        self._publish_running(not stopped, acknowledge_claim=stopped and not leader)
 
     def renew_lease(self) -> None:
         """First on the leader, whatever else fails: extend the lease it holds (ADR 0019).
@@ -240,7 +247,7 @@ class GarmReconciler:
         problem = self._backend_problem(backend, client, creds)
         if problem is not None:
             return charm_status.backend_switch_refused(problem)
-        upgrade = self._upgrade(version, sqlite=backend == SQLITE)
+        upgrade = self._upgrade(version, sqlite=backend == SQLITE, keep=state.config.backup_keep)
         if upgrade is not None:
             return upgrade
         handover = self._take_over(sqlite=backend == SQLITE)
@@ -283,7 +290,7 @@ class GarmReconciler:
             garm_has_objects=_garm_has_objects(client, creds),
         )
 
-    def _upgrade(self, version: str, *, sqlite: bool) -> ops.StatusBase | None:
+    def _upgrade(self, version: str, *, sqlite: bool, keep: int) -> ops.StatusBase | None:
         """Refuse a downgrade; back SQLite up before a newer GARM migrates it (ADR 0025).
 
         The install refuses a downgrade before the binary is swapped in; this refusal is for a
@@ -310,6 +317,7 @@ class GarmReconciler:
         except WorkloadError as error:
             return ops.BlockedStatus(f"no backup before the upgrade, so none made: {error}")
         logger.info("upgrading GARM %s -> %s, backup %s", last_ran, version, backup.name)
+        self._workload.prune_backups(keep, just_made=backup.name)
         return self._migrate(backup, last_ran, version)
 
     def _pre_upgrade_backup(self, name: str, last_ran: str) -> BackupManifest:
@@ -588,7 +596,7 @@ class GarmReconciler:
                 client,
                 desired,
                 now=now,
-                settings=reconcile_settings(config),
+                settings=reconcile_settings(config, drain_holds(self._charm.model, now)),
                 proxy=garm_config.proxy,
                 ask_github_scalesets=ask_github,
                 quotas=quotas,
@@ -596,15 +604,9 @@ class GarmReconciler:
                 if check_offline
                 else None,
                 github_view=views_from_json(_loaded(str(self._stored.github_view))),
+                missing_sightings=sightings_from_json(str(self._stored.github_missing_since)),
             )
-            if ask_github:
-                self._stored.github_scalesets_asked_at = now.isoformat()
-            self._stored.github_quotas = quotas.to_json()
-            if outcome.github_view is not None:
-                self._stored.github_view = json.dumps(views_to_json(outcome.github_view))
-            if outcome.offline is not None:
-                self._stored.offline_checked_at = now.isoformat()
-                self._stored.offline_since = json.dumps(dict(outcome.offline.since))
+            self._keep_github_answers(outcome, quotas, now, ask_github=ask_github)
             self.completed_pass = CompletedPass(
                 outcome.report,
                 desired.specs,
@@ -613,11 +615,27 @@ class GarmReconciler:
                 outcome.offline,
                 outcome.github_view,
             )
+            self.last_report = outcome.report
             kept = self._release_unused_providers(garm_config, outcome.report.provider_scalesets)
             self._restart_for_dropped_sets(client, dropped_and_kept(outcome.report), now)
         except (GarmError, WorkloadError) as error:
             return charm_status.interrupted(error)
         return charm_status.objects_reconciled(outcome, kept, has_specs=bool(desired.specs))
+
+    def _keep_github_answers(
+        self, outcome: ObjectsOutcome, quotas: Quotas, now: datetime.datetime, *, ask_github: bool
+    ) -> None:
+        """Store what GitHub answered this pass, for the next passes and the actions."""
+        if ask_github:
+            self._stored.github_scalesets_asked_at = now.isoformat()
+        self._stored.github_quotas = quotas.to_json()
+        if outcome.github_view is not None:
+            self._stored.github_view = json.dumps(views_to_json(outcome.github_view))
+        if outcome.offline is not None:
+            self._stored.offline_checked_at = now.isoformat()
+            self._stored.offline_since = json.dumps(dict(outcome.offline.since))
+        if outcome.missing_sightings is not None:
+            self._stored.github_missing_since = sightings_to_json(outcome.missing_sightings)
 
     def _restart_for_dropped_sets(
         self, client: GarmClient, dropped: Sequence[str], now: datetime.datetime
@@ -707,8 +725,10 @@ def public_url(config: CharmConfig, address: str, tls: TlsFiles | None) -> str:
     return url
 
 
-def reconcile_settings(config: CharmConfig) -> ReconcileSettings:
-    """The scale-set pass's timings, from the config."""
+def reconcile_settings(
+    config: CharmConfig, drain_holds: tuple[Hold, ...] = ()
+) -> ReconcileSettings:
+    """The scale-set pass's timings, from the config and the pauses that held the drain clock."""
     return ReconcileSettings(
         handover_grace=config.handover_grace,
         drain_timeout=config.drain_timeout,
@@ -717,7 +737,17 @@ def reconcile_settings(config: CharmConfig) -> ReconcileSettings:
         runner_stuck_timeout=config.runner_stuck_timeout or None,
         changeover_surge=config.changeover_surge,
         max_writes=config.max_writes_per_pass,
+        drain_holds=drain_holds,
     )
+
+
+def drain_holds(model: ops.Model, now: datetime.datetime) -> tuple[Hold, ...]:
+    """The pauses the drain clock stood still for, a pause in force until `now` (ADR 0042)."""
+    peers = model.get_relation(PEER_RELATION)
+    if peers is None:
+        return ()
+    data = peers.data[model.app]
+    return maintenance.holds(data, maintenance.Maintenance.from_app_data(data), now)
 
 
 def _garm_config(

@@ -18,9 +18,10 @@ from garm_api import GithubEndpoint, Instance, ScaleSet
 from reconcile.desired_state import DesiredState
 from reconcile.github_agreement import apps_by_entity
 from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
+from reconcile.github_dropped_verdict import ConfirmedCheck, Sightings
 from reconcile.github_http import Quotas
 from reconcile.github_objects import GithubReport, reconcile_github
-from reconcile.github_scalesets import ScaleSetCheck
+from reconcile.github_scalesets import CHECK_EVERY, ScaleSetCheck
 from reconcile.github_view import GithubView, combine
 from reconcile.offline_runners import OfflineCheck, OfflineReport, reap_offline
 from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
@@ -72,6 +73,8 @@ class ObjectsOutcome:
             the pass did not check.
         github_view: GitHub's view of each live scale set beside GARM's, by
             `<application>/<scale set>` (ADR 0041); None when the pass did not ask GitHub.
+        missing_sightings: GitHub's first "missing" answers still to be confirmed, as
+            `github_dropped_verdict.confirm` keeps them; None when GitHub was not asked.
     """
 
     blocked: str
@@ -81,6 +84,7 @@ class ObjectsOutcome:
     report: ReconcileReport
     offline: OfflineReport | None = None
     github_view: Mapping[str, GithubView] | None = None
+    missing_sightings: Sightings | None = None
 
 
 def reconcile_objects(
@@ -94,18 +98,20 @@ def reconcile_objects(
     quotas: Quotas | None = None,
     offline_since: Mapping[str, str] | None = None,
     github_view: Mapping[str, GithubView] | None = None,
+    missing_sightings: Mapping[int, datetime.datetime] | None = None,
 ) -> ObjectsOutcome:
     """Run the GitHub pass, then the scale-set pass between the template steps; summarise.
 
     With `proxy` (the model's), the scale-set pass asks GitHub, through it, whether busy
     runners of retired scale sets still exist, and removes those whose jobs ended (ADR 0015);
     with `ask_github_scalesets` too, it asks whether GitHub still has the scale sets, and
-    creates a live one GitHub dropped again under a new name (ADR 0029). Every such call
-    keeps the reserve of `quotas` for GARM (ADR 0039), and records what GitHub said of them.
-    With `offline_since` too (the sightings kept from the last check), idle runners GitHub has
-    shown offline past a bound are removed (ADR 0040). When GitHub is asked about scale sets,
-    its statistics of each live one are put beside GARM's runners, from `github_view` (the
-    last views kept, ADR 0041).
+    creates a live one GitHub dropped again under a new name (ADR 0029) once GitHub said so
+    at two checks `CHECK_EVERY` apart: `missing_sightings` are the first answers so far.
+    Every such call keeps the reserve of `quotas` for GARM (ADR 0039), and records what
+    GitHub said of them. With `offline_since` too (the sightings kept from the last check),
+    idle runners GitHub has shown offline past a bound are removed (ADR 0040). When GitHub is
+    asked about scale sets, its statistics of each live one are put beside GARM's runners,
+    from `github_view` (the last views kept, ADR 0041).
     """
     quotas = quotas if quotas is not None else Quotas()
     github = reconcile_github(api, desired.bindings, complete=desired.complete)
@@ -114,6 +120,11 @@ def reconcile_objects(
     templates = sync_templates(api, dict(desired.runner_templates))
     ask_scalesets = proxy is not None and ask_github_scalesets
     scaleset_check = _scaleset_check(api, desired, proxy, quotas) if proxy is not None else None
+    confirmed = (
+        ConfirmedCheck(scaleset_check, dict(missing_sightings or {}), now, CHECK_EVERY)
+        if ask_scalesets and scaleset_check is not None
+        else None
+    )
     report = reconcile(
         api,
         desired.specs,
@@ -121,7 +132,7 @@ def reconcile_objects(
         settings=settings,
         sweep_orphans=desired.complete,
         finished_at_github=None if proxy is None else _runner_check(api, desired, proxy, quotas),
-        missing_at_github=scaleset_check if ask_scalesets else None,
+        missing_at_github=confirmed,
         sleep=None if proxy is None else time.sleep,
     )
     views = None
@@ -156,6 +167,7 @@ def reconcile_objects(
         report=report,
         offline=offline,
         github_view=views,
+        missing_sightings=None if confirmed is None else confirmed.sightings,
     )
 
 

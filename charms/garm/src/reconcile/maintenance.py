@@ -2,8 +2,13 @@
 
 The `pause` action writes who paused and since when into the peer relation's application data,
 so a new leader keeps the pause; `resume` removes it. While paused, no hook starts, stops or
-restarts GARM, installs a binary or calls GARM's write API, and the reconcile tick is removed:
-an operator's hand work (or a restore) cannot be undone by the next tick.
+restarts GARM, installs a binary or calls GARM's write API: an operator's hand work (or a
+restore) cannot be undone by the next hook. The reconcile tick keeps running, at most
+`PAUSED_TICK` apart, because the pause promises GARM keeps running and its lease is renewed by
+leader hooks only (ADR 0019); under a pause a tick renews the lease and nothing else.
+
+A pause holds the drain clock (ADR 0042): `resume` keeps the pause it ends as a hold, and a
+retired scale set's drain deadline moves by the holds since it retired.
 
 Pure decisions only: the charm reads and writes the relation data.
 """
@@ -12,11 +17,22 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, cast
+
+from scaleset_reconciler.drain_clock import Hold
 
 PAUSED_SINCE_KEY: Final = "maintenance-since"
 PAUSED_BY_KEY: Final = "maintenance-by"
+# The pauses the drain clock stood still for, as JSON [[start, end], ...] (ISO 8601).
+HOLDS_KEY: Final = "drain-clock-holds"
+# A hold matters only to a set retired before it ended and draining still; no drain lasts this
+# long (drain-timeout is at most 144 h), so older holds are dropped.
+HOLDS_KEPT_FOR: Final = datetime.timedelta(days=30)
+# While paused the tick only renews the lease (fencing.RENEW_WHEN_LEFT: leader hooks at most
+# 7 minutes apart keep it); this keeps that whatever reconcile-interval or update-status say.
+PAUSED_TICK: Final = datetime.timedelta(minutes=1)
 # Who may hold a pause: the operator's action, or an action that pauses for its own duration.
 OPERATOR: Final = "operator"
 RESTORE: Final = "restore-backup"
@@ -62,3 +78,67 @@ class Maintenance:
 def cleared() -> dict[str, str]:
     """The peer application data that removes a pause (empty values delete the keys)."""
     return {PAUSED_SINCE_KEY: "", PAUSED_BY_KEY: ""}
+
+
+def paused_tick(interval: datetime.timedelta) -> datetime.timedelta:
+    """The tick's interval while paused: `reconcile-interval`, at most `PAUSED_TICK`.
+
+    `reconcile-interval=0` (no tick) still gets one: while paused it is the lease's renewal.
+    """
+    return min(interval, PAUSED_TICK) if interval else PAUSED_TICK
+
+
+def resumed(
+    pause: Maintenance | None, data: Mapping[str, str], now: datetime.datetime
+) -> tuple[dict[str, str], datetime.timedelta]:
+    """The peer application data that ends `pause`, keeping it as a hold; and its length.
+
+    Args:
+        pause: the pause in force, if any (none: nothing is held).
+        data: the peer application data (its holds so far).
+        now: the time of the resume.
+
+    Returns:
+        The data to write, and how long the drain clock stood still for this pause.
+    """
+    kept = [hold for hold in holds(data, None, now) if now - hold[1] < HOLDS_KEPT_FOR]
+    held = datetime.timedelta(0)
+    if pause is not None and pause.since < now:
+        held = now - max(pause.since, now - HOLDS_KEPT_FOR)
+        kept.append((now - held, now))
+    body = json.dumps([[start.isoformat(), end.isoformat()] for start, end in kept])
+    return cleared() | {HOLDS_KEY: body if kept else ""}, held
+
+
+def holds(
+    data: Mapping[str, str], pause: Maintenance | None, now: datetime.datetime
+) -> tuple[Hold, ...]:
+    """The holds the peer application data keeps, and `pause` (still in force) until `now`.
+
+    An unreadable entry is skipped: it moves no deadline, as without it.
+    """
+    try:
+        entries: object = json.loads(data.get(HOLDS_KEY) or "[]")
+    except ValueError:
+        entries = []
+    found = [hold for hold in map(_hold, _items(entries)) if hold is not None]
+    if pause is not None and pause.since < now:
+        found.append((pause.since, now))
+    return tuple(found)
+
+
+def _items(value: object) -> list[object]:
+    return list(cast("list[object]", value)) if isinstance(value, list) else []
+
+
+def _hold(entry: object) -> Hold | None:
+    pair = _items(entry)
+    if len(pair) != 2 or not all(isinstance(when, str) for when in pair):
+        return None
+    try:
+        start, end = (datetime.datetime.fromisoformat(str(when)) for when in pair)
+    except ValueError:
+        return None
+    if start.tzinfo is None or end.tzinfo is None or end <= start:
+        return None
+    return start, end

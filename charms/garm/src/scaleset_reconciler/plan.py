@@ -22,6 +22,7 @@ from garm_api.models import (
     ScaleSetUpdate,
     normalise_labels,
 )
+from scaleset_reconciler.drain_clock import Hold, drain_deadline
 from scaleset_reconciler.marker import Marker, config_hash, parse_marker, serves
 from scaleset_reconciler.naming import (
     NAME_BUDGET,
@@ -97,6 +98,7 @@ class ReconcileSettings:
         max_writes: GARM writes one reconcile makes at most, creates first, then retirements
             and updates, then deletes and runner removals; the rest waits for the next
             (ADR 0038). 0: no bound.
+        drain_holds: the pauses (start, end) the drain clock stood still for (ADR 0042).
     """
 
     handover_grace: datetime.timedelta = datetime.timedelta(seconds=60)
@@ -108,6 +110,7 @@ class ReconcileSettings:
     runner_stuck_timeout: datetime.timedelta | None = None
     changeover_surge: int = UNLIMITED
     max_writes: int = 0
+    drain_holds: tuple[Hold, ...] = ()
 
 
 # Actions --------------------------------------------------------------------------------------
@@ -1276,7 +1279,8 @@ def _drain(
     scaleset = member.scaleset
     retired_at = marker.retired_at or context.now
     runners = context.observed.runners(scaleset.id)
-    deadline = retired_at + context.settings.drain_timeout
+    settings = context.settings
+    deadline = drain_deadline(retired_at, settings.drain_timeout, settings.drain_holds)
     left = max(0.0, (deadline - context.now).total_seconds())
     report = PredecessorReport(
         scaleset.name,

@@ -19,7 +19,7 @@ from pathlib import Path
 from charmlibs import systemd
 
 from text_numbers import parse_whole_number
-from workload import systemctl
+from workload import sandbox, systemctl
 from workload.host import (
     SERVICE_NAME,
     CommandError,
@@ -74,7 +74,7 @@ Description=Stop GARM when this unit's lease has ended (garm charm)
 [Service]
 Type=oneshot
 ExecStart=/bin/sh {files.script}
-"""
+{sandbox.WATCHDOG}"""
 
 
 def render_timer() -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from workload import backup, backup_runners, migration, migration_record, service
+from workload import backup, backup_retention, backup_runners, migration, migration_record, service
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
 from workload.host import (
     SYSTEM_USER,
@@ -126,15 +126,18 @@ class Workload:
         """
         service.restart()
 
-    def stop(self) -> None:
+    def stop(self) -> bool:
         """Stop GARM (a standby unit, or before removal) and forget how it was started.
 
         Best effort, like removal: a failure is logged, and the forgotten fingerprint makes the
         next `apply` start GARM afresh. The lease goes first: were systemd to fail here, the
         lease watchdog still stops GARM.
+
+        Returns:
+            Whether GARM is seen stopped afterwards (systemd no longer reports it active).
         """
         self.lease.drop()
-        service.stop(self.paths)
+        return service.stop(self.paths)
 
     def remove(self) -> None:
         """Stop and disable GARM, remove its unit and every file holding a credential.
@@ -299,6 +302,17 @@ class Workload:
         backup.restore_backup(self.paths, manifest, uid=uid, gid=gid)
         # The operator's choice of database supersedes a migration a hook left behind.
         migration_record.clear_record(self.paths)
+        try:
+            backup_retention.note_restored(self.paths, manifest.name)
+        except OSError as error:
+            raise backup.BackupError(
+                f"restored, but could not note it (pruning may remove {manifest.name}): "
+                f"{error.strerror}"
+            ) from None
+
+    def prune_backups(self, keep: int, *, just_made: str) -> list[str]:
+        """Remove the oldest backups beyond `keep`, never one still needed; the names removed."""
+        return backup_retention.prune(self.paths, keep, just_made=just_made)
 
     def backup_path(self, name: str) -> Path:
         """Where the backup `name` keeps its copy of the database."""

@@ -92,15 +92,20 @@ def is_running() -> bool:
     return systemctl.running(SERVICE_NAME)
 
 
-def stop(paths: Paths) -> None:
+def stop(paths: Paths) -> bool:
     """Stop and disable GARM and forget how it was started; best effort, a failure is logged.
 
     Disabled as well as stopped: a standby unit must not start a second GARM when its machine
     reboots. The next `restart_if_changed` enables it again.
+
+    Returns:
+        Whether GARM is seen stopped afterwards (systemd no longer reports it active): only
+        then may a former leader tell the new one it stopped (ADR 0019).
     """
     if paths.unit_file.exists():
         _systemd_best_effort("disable", systemd.service_disable, "--now", SERVICE_NAME)
     paths.fingerprint.unlink(missing_ok=True)
+    return not is_running()
 
 
 def remove(paths: Paths) -> None:

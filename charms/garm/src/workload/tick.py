@@ -24,7 +24,7 @@ from pathlib import Path
 
 from charmlibs import systemd
 
-from workload import systemctl
+from workload import sandbox, systemctl
 from workload.host import read_intact, read_text, write_atomic
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ After=network.target
 [Service]
 Type=oneshot
 ExecStart=/usr/bin/timeout {seconds}s {JUJU_EXEC} {schedule.unit_name} "{command}"
-"""
+{sandbox.TICK}"""
 
 
 def render_timer(schedule: TickSchedule) -> str:

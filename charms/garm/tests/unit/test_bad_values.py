@@ -160,6 +160,7 @@ CONFIG_ROWS = (
     Bad("external-url", "https://garm.example.com/%00", ("external-url", "control")),
     Bad("external-url", "https://garm.example.com:\u00b2", ("external-url", "port of 1-65535")),
     Bad("teardown-timeout", "25h", ("teardown-timeout", "at most 24h")),
+    Bad("backup-keep", 0, ("backup-keep", "1-1000")),
 )
 
 

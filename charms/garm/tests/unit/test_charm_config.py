@@ -29,6 +29,7 @@ def test_defaults_are_valid():
             "runner-stuck-timeout": "30m",
             "changeover-surge": 40,
             "max-writes-per-pass": 50,
+            "backup-keep": 10,
         }
     )
 
@@ -40,6 +41,7 @@ def test_defaults_are_valid():
     assert config.refresh_surge == 1
     assert config.runner_stuck_timeout == datetime.timedelta(minutes=30)
     assert (config.changeover_surge, config.max_writes_per_pass) == (40, 50)
+    assert config.backup_keep == 10
     assert config.base_url("10.1.2.3") == "http://10.1.2.3:9997"
 
 
@@ -96,6 +98,10 @@ def test_zero_reconcile_interval_means_hooks_only(text: str):
         ({"changeover-surge": True}, "changeover-surge"),
         ({"max-writes-per-pass": 10_001}, "max-writes-per-pass"),
         ({"runner-stuck-timeout": "1d"}, "runner-stuck-timeout"),
+        ({"backup-keep": 0}, "backup-keep"),
+        ({"backup-keep": 1001}, "backup-keep"),
+        ({"backup-keep": "10"}, "backup-keep"),
+        ({"backup-keep": True}, "backup-keep"),
     ],
 )
 def test_bad_values_name_the_option(raw: dict[str, object], option: str):

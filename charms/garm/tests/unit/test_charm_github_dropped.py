@@ -81,3 +81,40 @@ def test_garm_restarts_once_an_hour_at_most_and_github_is_asked_each_quarter_hou
     assert passes.asked == [True, False, True, False]
     assert restarts == ([1, 1, 1, 2] if dropped else [0, 0, 0, 0])
     assert state.unit_status == ops.ActiveStatus()
+
+
+def test_githubs_first_answers_are_kept_between_hooks_for_the_next_check(
+    ctx: testing.Context[charm.GarmCharm],
+    workload: RecordingWorkload,
+    garm: GarmSim,
+    resources: frozenset[testing.Resource],
+    config: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Arrange: a bootstrapped leader whose checks note GitHub naming set 7 missing at noon.
+
+    Act: update-status at noon, 12:10 (no check) and 12:16.
+    Assert: the first check starts with no sightings; the one at 12:16 gets noon's, as the
+    charm kept them in its stored state (GitHub's verdict takes two checks: ADR 0029).
+    """
+    bootstrapped(garm)
+    given: list[object] = []
+
+    def passes(*args: Any, ask_github_scalesets: bool = False, **kwargs: Any) -> Any:
+        if ask_github_scalesets:
+            given.append(kwargs["missing_sightings"])
+        sightings = {7: NOON} if ask_github_scalesets else None
+        return ObjectsOutcome("", "", "", "", ReconcileReport(), missing_sightings=sightings)
+
+    now = [NOON]
+    monkeypatch.setattr(charm, "utc_now", lambda: now[0])
+    monkeypatch.setattr(charm_reconcile, "reconcile_objects", passes)
+    state = testing.State(
+        leader=True, resources=resources, config=config, secrets=bootstrap_secrets()
+    )
+
+    for minutes in (0, 10, 16):
+        now[0] = NOON + datetime.timedelta(minutes=minutes)
+        state = ctx.run(ctx.on.update_status(), state)
+
+    assert given == [{}, {7: NOON}]

@@ -101,7 +101,8 @@ def test_pause_records_itself_in_peer_data_and_shows_since_when(unit: Unit):
     """Arrange: a running leader. Act: pause.
 
     Assert: the pause is in the peer app data, the status says since when and what to do,
-    the tick is removed, and nothing was installed, applied, stopped or written to GARM.
+    the tick runs on (it renews the lease), and nothing was installed, applied, stopped or
+    written to GARM.
     """
     out = unit.ctx.run(unit.ctx.on.action("pause"), unit.state())
 
@@ -114,7 +115,7 @@ def test_pause_records_itself_in_peer_data_and_shows_since_when(unit: Unit):
         "the charm leaves GARM alone; run resume when done"
     )
     assert len(out.unit_status.message) <= 120
-    assert not unit.machine.tick.paths.timer_file.exists()
+    assert "OnUnitInactiveSec=60s" in unit.machine.tick.paths.timer_file.read_text()
     assert unit.workload.calls == []
     assert unit.garm.write_count() == 0
 
@@ -133,7 +134,7 @@ def test_while_paused_no_hook_touches_garm(unit: Unit, event: Any):
     """Arrange: a pause in the peer app data (a new leader reads the same). Act: a hook.
 
     Assert: no install, apply, start or stop; no write (nor login) to GARM; the status is the
-    pause's; no tick is installed.
+    pause's; the tick stays, for the lease (ADR 0042).
     """
     out = unit.ctx.run(event(unit.ctx), unit.state(paused_data()))
 
@@ -142,7 +143,7 @@ def test_while_paused_no_hook_touches_garm(unit: Unit, event: Any):
     assert out.unit_status == ops.MaintenanceStatus(
         "paused since 2026-11-30 09:15 UTC: the charm leaves GARM alone; run resume when done"
     )
-    assert not unit.machine.tick.paths.timer_file.exists()
+    assert unit.machine.tick.paths.timer_file.exists()
 
 
 def test_without_a_pause_the_same_hook_writes_to_garm(unit: Unit):
@@ -178,7 +179,8 @@ def test_resume_clears_the_pause_and_reconciles_at_once(unit: Unit):
     assert PAUSED_SINCE_KEY not in peers_of(out)
     assert "apply" in unit.workload.calls
     assert unit.workload.running
-    assert unit.ctx.action_results == {"status": "active: "}
+    assert unit.ctx.action_results is not None
+    assert unit.ctx.action_results["status"] == "active: "
     assert unit.machine.tick.paths.timer_file.exists()
 
 
@@ -411,6 +413,7 @@ def test_a_failed_migration_leaves_the_database_and_blocks_naming_the_backup(uni
         "install",
         "stop",
         f"create_backup {name}",
+        "prune_backups 10",
         "migrate_database",
         "stop",
     ]

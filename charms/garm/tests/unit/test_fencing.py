@@ -318,6 +318,30 @@ def test_a_former_leader_stops_garm_and_drops_its_lease(
     assert written.local_unit_data[STOPPED_FOR_KEY] == CLAIM.since.isoformat()
 
 
+def test_a_former_leader_whose_stop_failed_does_not_say_it_stopped(
+    ctx: Ctx, workload: RecordingWorkload, resources: Resources, config: Config
+):
+    """Arrange: garm/0 ran GARM under a lease; garm/1 leads now; systemd cannot stop GARM.
+
+    Act: the claim's relation-changed on garm/0.
+    Assert: the local lease is gone (the watchdog stops GARM when systemd can), and garm/0
+    says it still runs GARM, with no echo of the claim: the new leader waits for the lease.
+    """
+    workload.running = True
+    workload.stop_fails = True
+    workload.lease.until = NOW + LEASE_LENGTH
+    relation = peer_relation(Lease("garm/0", NOW + LEASE_LENGTH), {1: False}, claim="garm/1")
+    state, _ = on_postgresql(resources, config, relation, leader=False)
+
+    out = ctx.run(ctx.on.relation_changed(relation, remote_unit=1), state)
+
+    assert workload.running
+    assert workload.lease.end() is None
+    (written,) = [r for r in out.relations if isinstance(r, testing.PeerRelation)]
+    assert written.local_unit_data[RUNNING_KEY] == "true"
+    assert STOPPED_FOR_KEY not in written.local_unit_data
+
+
 def test_a_leader_cut_off_from_the_controller_stops_garm(
     ctx: Ctx,
     workload: RecordingWorkload,

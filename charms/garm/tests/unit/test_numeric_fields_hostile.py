@@ -61,7 +61,7 @@ TEXT_OPTIONS = (
     "runner-stuck-timeout",
     "teardown-timeout",
 )
-INT_OPTIONS = ("port", "refresh-surge", "changeover-surge", "max-writes-per-pass")
+INT_OPTIONS = ("port", "refresh-surge", "changeover-surge", "max-writes-per-pass", "backup-keep")
 # Options that hold no number at all, with why.
 NOT_NUMERIC = {"log-level": "one of four words"}
 

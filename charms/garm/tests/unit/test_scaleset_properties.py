@@ -38,6 +38,7 @@ import collections
 import dataclasses
 import os
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, event, settings
@@ -50,8 +51,11 @@ from scaleset_fixtures import SETTINGS, make_spec
 from doubles.memory_garm import CONSOLIDATION_SECONDS, REPO_ID, WRITE_OPERATIONS, Call, MemoryGarm
 from garm_api import GarmApiError, GarmUnreachable
 from garm_api.models import EntityKind, normalise_labels
+from reconcile.github_dropped_verdict import ConfirmedCheck, Sightings
+from reconcile.github_scalesets import CHECK_EVERY
 from scaleset_reconciler import (
     FinishedAtGithub,
+    GithubScaleSetRef,
     MissingAtGithub,
     Phase,
     ReconcileReport,
@@ -72,7 +76,9 @@ WRITES = ("create_scaleset", "update_scaleset", "delete_scaleset", "delete_insta
 IMAGES = ("ubuntu:22.04", "ubuntu:24.04")
 FLAVORS = ("small", "large")
 EXTRA_SPECS: tuple[dict[str, Any], ...] = ({}, {"disk_gb": 20})
-SETTLE_PASSES = 12
+# GitHub's word that a set is gone takes two checks a quarter hour apart (ADR 0029), for a
+# dropped live set and again for its kept delete: more passes than the changeover alone.
+SETTLE_PASSES = 24
 # Attempts at one name the checks recognise (a few label retries within one run).
 ATTEMPTS = 8
 
@@ -200,6 +206,10 @@ class ScalesetMachine(RuleBasedStateMachine):
         self.pass_start = 0
         self.reached: set[str] = set()
         self.github_answers = True
+        # GitHub's first "missing" answers, kept between passes as the charm keeps them, and
+        # the live sets GitHub still has that its next answer wrongly names missing.
+        self.github_sightings: Sightings = {}
+        self.wrongly_missing: set[int] = set()
         # Runners removed before their drain deadline because their jobs had ended at GitHub.
         self.finished_removed: set[str] = set()
 
@@ -434,6 +444,14 @@ class ScalesetMachine(RuleBasedStateMachine):
         if enabled:
             self.garm.drop_at_github(max(enabled, key=lambda row: row.id).id)
 
+    @rule(logical=st.sampled_from(LOGICAL))
+    def github_answers_count_zero_once(self, logical: str) -> None:
+        """GitHub's next lookup of the spec's enabled sets answers `count: 0`, though it has them.
+
+        One such answer must replace nothing: the verdict takes two checks (ADR 0029).
+        """
+        self.wrongly_missing |= {row.id for row in self._family(logical) if row.enabled}
+
     @rule(logical=st.sampled_from(LOGICAL), labels=st.sampled_from(LABEL_SETS))
     def restart_charm(self, logical: str, labels: tuple[str, ...]) -> None:
         """The charm dies right after GARM answers a create, before the marker; then a new pass.
@@ -530,6 +548,12 @@ class ScalesetMachine(RuleBasedStateMachine):
         self.pass_start = before.calls
         self.passes += 1
         report = None
+        check = ConfirmedCheck(
+            self._github_scalesets(), dict(self.github_sightings), garm.now, CHECK_EVERY
+        )
+        dropped_before = {row.id for row in garm.rows.values() if row.dropped_at_github}
+        # Named missing by the check before this one too: a second answer may confirm it.
+        dropped_before |= set(self.github_sightings)
         try:
             report = reconcile(
                 garm,
@@ -538,9 +562,11 @@ class ScalesetMachine(RuleBasedStateMachine):
                 settings=MACHINE_SETTINGS,
                 sweep_orphans=True,
                 finished_at_github=self._github(),
-                missing_at_github=self._github_scalesets(),
+                missing_at_github=check,
                 sleep=garm.advance,
             )
+            self.github_sightings = check.sightings
+            self._check_replaced_only_if_dropped(report, dropped_before)
             if dropped_and_kept(report):
                 # What the charm does with the answer: restart GARM (charm_reconcile).
                 garm.restart()
@@ -566,6 +592,22 @@ class ScalesetMachine(RuleBasedStateMachine):
             check_blocked_text(report)
         self._tally(before, calls, report)
         return report
+
+    def _check_replaced_only_if_dropped(
+        self, report: ReconcileReport, dropped_before: set[int]
+    ) -> None:
+        """A live set is replaced as "dropped by GitHub" only if GitHub really dropped it.
+
+        Or if GitHub named it missing at the check before as well: two wrong answers a check
+        apart are what the charm takes for GitHub's word (ADR 0029); one never is.
+        """
+        for spec in report.specs:
+            if not spec.missing_at_github:
+                continue
+            family = {row.id for row in self._family(spec.logical)}
+            assert family & dropped_before, (
+                f"{spec.logical}: replaced as dropped by GitHub, which still has it"
+            )
 
     def _pass_writes(self) -> list[Call]:
         """The writes of the latest pass: what a check after the pass blames."""
@@ -862,6 +904,8 @@ class ScalesetMachine(RuleBasedStateMachine):
         retries = [p.delete_retry_at for p in kept if p.delete_retry_at is not None]
         if report is not None:
             retries += [s.relabel_at for s in report.specs if s.relabel_at is not None]
+        # GitHub's first answer that a set is gone is confirmed a check later (ADR 0029).
+        retries += [first + CHECK_EVERY for first in self.github_sightings.values()]
         if not retries:
             return 61
         return max(61, (min(retries) - self.garm.now).total_seconds() + 1)
@@ -931,10 +975,20 @@ class ScalesetMachine(RuleBasedStateMachine):
         return lambda busy: frozenset()
 
     def _github_scalesets(self) -> MissingAtGithub:
-        """GitHub as the charm asks it about scale sets: the dropped ones, or no answer."""
-        if self.github_answers:
-            return self.garm.ask_github_about_scalesets()
-        return lambda refs: frozenset()
+        """GitHub as the charm asks it about scale sets: the dropped ones, or no answer.
+
+        A wrong answer (`github_answers_count_zero_once`) names its sets once.
+        """
+        asked = self.garm.ask_github_about_scalesets()
+
+        def answer(refs: Sequence[GithubScaleSetRef]) -> frozenset[int]:
+            wrong = frozenset(r.scaleset_id for r in refs if r.scaleset_id in self.wrongly_missing)
+            self.wrongly_missing.clear()
+            if not self.github_answers:
+                return frozenset()
+            return asked(refs) | wrong
+
+        return answer
 
     def _specs(self) -> list[ScalesetSpec]:
         return [self._spec(n) for n in LOGICAL if n in self.configured]

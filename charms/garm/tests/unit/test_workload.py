@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import hashlib
 import io
 import re
@@ -1083,17 +1084,40 @@ def test_stop_disables_so_a_reboot_starts_no_second_garm(
     installed.apply(config())
     before = len(systemctl.calls())
 
-    installed.stop()
+    stopped = installed.stop()
 
-    assert systemctl.calls()[before:] == [["disable", "--now", "garm"]]
+    assert systemctl.calls()[before:] == [
+        ["disable", "--now", "garm"],
+        ["--quiet", "is-active", "garm"],
+    ]
     assert not systemctl.active
+    assert stopped
+
+
+def test_a_failed_stop_is_not_reported_as_stopped(installed: Workload, systemctl: FakeSystemctl):
+    """Arrange: GARM running; `systemctl disable --now` fails.
+
+    Act: stop. Assert: GARM still runs and the stop says so (False): a former leader must not
+    tell the new one it stopped (ADR 0019).
+    """
+    installed.apply(config())
+    systemctl.fail("disable")
+
+    stopped = installed.stop()
+
+    assert systemctl.active
+    assert not stopped
 
 
 def test_stop_before_any_apply_leaves_systemd_alone(installed: Workload, systemctl: FakeSystemctl):
-    """Arrange: installed, no unit file yet. Act: stop. Assert: systemctl was never called."""
-    installed.stop()
+    """Arrange: installed, no unit file yet. Act: stop.
 
-    assert systemctl.calls() == []
+    Assert: systemctl was only asked whether GARM runs; it is seen stopped.
+    """
+    stopped = installed.stop()
+
+    assert systemctl.calls() == [["--quiet", "is-active", "garm"]]
+    assert stopped
 
 
 def test_version_runs_garm_dash_dash_version(installed: Workload, runner: RecordingRunner):
@@ -1294,3 +1318,29 @@ def test_a_failed_password_reset_never_repeats_its_output(tmp_path: Path):
 
     assert "exit status 2" in str(caught.value)
     assert "secret-Password-2" not in str(caught.value)
+
+
+def test_a_restored_backup_is_never_pruned_after(installed: Workload):
+    """Arrange: GARM's database, three backups of it an hour apart; b0 restored (GARM stopped).
+
+    Act: a fourth backup, then prune to 2. Assert: b0 (the last restore's) stays beyond the
+    count with the two newest; b1 goes.
+    """
+    installed.paths.data.mkdir(parents=True, exist_ok=True)
+    installed.paths.sqlite_db.write_bytes(b"")
+    start = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
+    for n in range(3):
+        installed.create_backup(
+            f"b{n}", passphrase_secret="", now=start + datetime.timedelta(hours=n)
+        )
+    installed.restore_backup(installed.read_backup("b0"))
+    installed.create_backup("b3", passphrase_secret="", now=start + datetime.timedelta(hours=3))
+
+    removed = installed.prune_backups(2, just_made="b3")
+
+    assert removed == ["b1"]
+    assert sorted(p.name for p in (installed.paths.charm_state / "backups").iterdir()) == [
+        "b0",
+        "b2",
+        "b3",
+    ]
