@@ -43,7 +43,10 @@ SIM_GITHUB_URL = "http://127.0.0.1:9"
 SIM_BOOT_SECONDS = 10.0
 WEBHOOK_SECRET = "fidelity-webhook-secret"
 # Values the provider (its ids), GitHub (its ids, its clock) or the machine choose.
-VALUE_FROM_ELSEWHERE = frozenset({"provider_id", "agent_id", "hostname", "reset"})
+VALUE_FROM_ELSEWHERE = frozenset({"provider_id", "agent_id", "hostname", "reset", "remaining"})
+# GitHub's count of the requests spent, which GARM copies into `rate_limit` and leaves out at 0:
+# how many the fake GitHub counted depends on GARM's own calls, which the simulator makes none of.
+COUNT_FROM_GITHUB = frozenset({"used"})
 _ZERO_TIME = "0001-01-01T00:00:00Z"
 _TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -495,7 +498,7 @@ def normalise(exchanges: Sequence[Exchange], urls: dict[str, str]) -> list[Excha
 def _normal(value: Any, urls: dict[str, str], names: dict[str, str], key: str) -> Any:
     if isinstance(value, dict):
         items = cast("dict[str, Any]", value).items()
-        return {k: _normal(v, urls, names, k) for k, v in items}
+        return {k: _normal(v, urls, names, k) for k, v in items if k not in COUNT_FROM_GITHUB}
     if isinstance(value, list):
         items = cast("list[Any]", value)
         if key == "tags":
