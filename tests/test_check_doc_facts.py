@@ -179,10 +179,10 @@ def test_a_phase_a_page_leaves_out_is_found(
     """
     page = tmp_path / "follow.md"
     text = (ROOT / "docs" / "how-to" / "follow-a-changeover.md").read_text()
-    page.write_text(text.replace("waiting for a runner of the new set until", "waiting"))
+    page.write_text(text.replace("waiting for an idle runner of the new set until", "waiting"))
     monkeypatch.setattr(checker, "PHASE_PAGES", (str(page),))
 
     problems = list(checker.check_changeover_phases())
 
     assert len(problems) == 1
-    assert "handing over (waiting for a runner of the new set until" in problems[0]
+    assert "handing over (waiting for an idle runner of the new set until" in problems[0]

@@ -127,12 +127,16 @@ def test_flip_back_during_the_drain_reenables_the_old_generation(garm: Garm, cli
 
     Act: change the labels back; passes past the grace.
     Assert: no third scale set; the old generation is enabled again with its counts and no
-    retired-at; the newer one is retired and deleted; the job kept running throughout.
+    retired-at; the newer one is retired and deleted once an idle runner of the old one is
+    online (its busy runner serves its job, not the next one); the job kept running throughout.
     """
     sim = garm.sim
     converge(client, sim, [make_spec()])
     old = live_name(make_spec())
     runner = sim.start_job(old)
+    # GitHub counts the running job as assigned to the old scale set: once it is enabled again,
+    # GARM aims for min idle plus that job, so an idle runner boots beside the busy one.
+    sim.set_desired(old, 1)
     run(client, sim, [make_spec(labels=NEW_LABELS)])
     sim.advance(61)
     run(client, sim, [make_spec(labels=NEW_LABELS)])
@@ -149,10 +153,13 @@ def test_flip_back_during_the_drain_reenables_the_old_generation(garm: Garm, cli
     sim.advance(61)
     run(client, sim, [make_spec()])
     final = back
-    for _ in range(3):
-        sim.advance(1)
+    for _ in range(12):
+        sim.advance(10)
         final = run(client, sim, [make_spec()])
+        if final.converged:
+            break
     assert names(sim) == {old}
+    assert [i.runner_status for i in sim.instances(old)].count("idle") == 1
     assert final.converged
     assert sim.count("POST", "/api/v1/repositories/{id}/scalesets") == creates_before
     assert runner in {i.name for i in sim.instances(old)}
