@@ -55,9 +55,19 @@ def test_restore_refuses_to_kill_a_job_the_backup_does_not_know(walk: Walk):
     run_action(walk, "create-backup", name="before")
     old = start_job(walk, scaleset)
     new = busy_new_runner(walk, scaleset)
+    # GARM keeps one idle runner beside the busy ones (min idle 1): wait for it, so the list
+    # before the action holds a runner the backup does not know that has no job.
+    api = walk.client()
+    walk.update_status_until(
+        lambda: any(
+            i.runner_status == "idle" and i.name not in {old, new}
+            for i in api.list_scaleset_instances(scaleset.id)
+        ),
+        "GARM makes an idle runner beside the two busy ones",
+    )
     restarts = walk.machine.restarts()
-    # GARM keeps creating idle runners beside the busy ones while the action runs: the action's
-    # list holds every runner GARM had before it, and none GARM did not have after it.
+    # GARM may add more while the action runs: the action's list holds every runner GARM had
+    # before it, and none GARM did not have after it.
     live_before = {i.name for i in walk.client().list_instances()}
 
     with pytest.raises(testing.ActionFailed, match=f"does not know 1 runners with a job .{new}"):
