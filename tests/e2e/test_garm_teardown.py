@@ -135,7 +135,11 @@ def teardown_waits_for_the_busy_runner(
     walk = walker.walk
     api = walk.client()
     walk.update_status_until(
-        lambda: any(i.runner_status == "idle" for i in api.list_scaleset_instances(scaleset.id)),
+        # Its server id too: the runner can report idle before GARM records the provider's id.
+        lambda: any(
+            i.runner_status == "idle" and i.provider_id
+            for i in api.list_scaleset_instances(scaleset.id)
+        ),
         "GARM makes a new idle runner beside the busy one",
     )
     runners = {i.name: i for i in api.list_scaleset_instances(scaleset.id)}
