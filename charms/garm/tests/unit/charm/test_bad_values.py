@@ -629,6 +629,7 @@ def _configurators(state: testing.State) -> list[testing.Relation]:
 
 
 # --- Found by the hostile-input review (issue #20, "Input") ---
+# (was test_hostile_input.py)
 # Hostile values of external-url, port and reconcile-interval (issue #20, "Input").
 #
 # Each must end in a Blocked naming the option, or be normalised to a value every consumer (GARM,
@@ -809,6 +810,7 @@ def test_hostile_config_values_report_no_crash_and_no_silent_accept(
 
 
 # --- Found by the hostile-numbers review (issue #31) ---
+# (was test_numeric_fields_hostile.py)
 # No value of a numeric field crashes a hook or an action (issue #31, "no hostile value").
 #
 # Every field garm reads a number from (its config options, the debug-ssh, database and

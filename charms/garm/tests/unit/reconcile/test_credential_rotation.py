@@ -20,7 +20,8 @@ from reconcile.credential_rotation import (
 )
 from unit.walks.credential_store import Store
 
-# --- Found by mutation testing (mutmut): before GARM's credentials exist, half-way ---
+# --- Edge cases: before GARM's credentials exist, and half-way ---
+# (was test_credential_rotation_edges.py)
 
 
 def test_rotation_before_the_credentials_exist_changes_nothing():
@@ -64,6 +65,7 @@ def test_a_half_way_password_rotation_finishes_with_the_pending_password():
 
 
 # --- Found by mutation testing (mutmut): exact values and texts ---
+# (was test_credential_rotation_exact.py)
 # The rotations' values, texts and the settle's less common starting points, pinned.
 #
 # Written from the survivors of a mutation run of `reconcile.credential_rotation`

@@ -17,6 +17,7 @@ import pytest
 from reconcile.metrics_token import token_is_current
 
 # --- Found by mutation testing (mutmut): claims that are not an object ---
+# (was test_metrics_token_exact.py)
 
 SECRET = "jwt-" + "Zq8#vT2m" * 6
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)

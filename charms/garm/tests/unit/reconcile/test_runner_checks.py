@@ -232,7 +232,8 @@ def test_garm_refusing_its_endpoints_names_nothing_and_an_outage_propagates(app:
         RunnerCheck(outage, apps, ProxyConfig())([runner])
 
 
-# --- Found by mutation testing (mutmut): where nothing may be asked ---
+# --- Found by the coverage floors (hand-made mutants): where nothing may be asked ---
+# (was test_runner_checks_edges.py)
 # The GitHub "did the job end" check where nothing may be asked, or asking would be a bug.
 #
 # No endpoint to ask, a GitHub App key GitHub would refuse, a bug in the worker thread, and an

@@ -185,7 +185,8 @@ def test_a_certificate_not_valid_yet_is_refused():
     )
 
 
-# --- Found by mutation testing (mutmut): the relation's rarer answers ---
+# --- Found by the coverage floors (hand-made mutants): the relation's rarer answers ---
+# (was test_certificates_edges.py)
 # The `certificates` relation's rarer answers, through the charm (ops.testing).
 #
 # An intermediate the provider sends with the certificate, a refusal of an earlier request
@@ -292,6 +293,7 @@ def test_no_certificate_is_requested_while_the_config_is_invalid(ctx: Ctx, resou
 
 
 # --- Found by mutation testing (mutmut): a refusal's exact words ---
+# (was test_certificates_exact.py)
 # A CA's refusal of GARM's certificate, as the status and the log say it.
 #
 # Written from the survivors of a mutation run of `relations.certificates`

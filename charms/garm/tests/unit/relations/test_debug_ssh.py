@@ -61,6 +61,7 @@ def test_a_malformed_field_makes_the_publication_ignored(key: str, value: str):
 
 
 # --- Found by the hostile-input review (issue #20): relay hosts ---
+# (was test_debug_ssh_hostile.py)
 # The debug-ssh relay refuses hosts on the runner itself or the cloud's metadata (issue #20).
 #
 # Every runner would open its debug session, with the job's screen, to whatever the host names;

@@ -281,6 +281,7 @@ def test_never_runs_beside_a_unit_that_says_it_runs_garm_before_the_deadline(
 
 
 # --- Found by mutation testing (mutmut): exact decisions and peer data ---
+# (was test_service_handover_exact.py)
 # The hand-over's decisions and peer data, pinned where the first mutation run let changes by.
 #
 # Written from the survivors of a mutation run of `relations.service_handover`

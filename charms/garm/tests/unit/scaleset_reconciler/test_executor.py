@@ -13,7 +13,8 @@ from scaleset_reconciler import Phase
 from scaleset_reconciler.naming import live_name
 from unit.walks.scalesets import converge, make_spec, run
 
-# --- Found by mutation testing (mutmut): GARM's rarer answers ---
+# --- Found by the coverage floors (hand-made mutants): GARM's rarer answers ---
+# (was test_scaleset_executor_edges.py)
 
 
 def test_a_refused_delete_names_the_scale_set_and_is_sent_again_next_pass():

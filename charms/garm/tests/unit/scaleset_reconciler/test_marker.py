@@ -6,7 +6,8 @@ import pytest
 
 from scaleset_reconciler.marker import Marker, parse_marker
 
-# --- Found by mutation testing (mutmut): only a JSON object is a marker ---
+# --- Found by the coverage floors (hand-made mutants): only a JSON object is a marker ---
+# (was test_scaleset_marker_edges.py)
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,7 @@ from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 from unit.walks.scalesets import make_spec
 
 # --- Found by mutation testing (mutmut): the planner's less common branches ---
+# (was test_scaleset_plan_edges.py)
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
 LONG_AGO = NOW - datetime.timedelta(hours=1)

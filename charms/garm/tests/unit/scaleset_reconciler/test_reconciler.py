@@ -702,7 +702,8 @@ def test_each_report_counts_the_calls_and_writes_its_pass_made():
     assert live_name(specs[0]) not in garm.names()
 
 
-# --- Found by mutation testing (mutmut): the rarer paths ---
+# --- Found by mutation testing (mutmut): the executor's rarer paths ---
+# (was test_scaleset_reconciler_edges.py)
 # The scale-set reconciler's less common paths, against the in-memory GARM.
 #
 # Refusals in the middle of a pass, deletes GARM keeps, unconfigured scale sets, templates,

@@ -33,6 +33,7 @@ installed = workload_walks.installed
 runner = workload_walks.runner
 
 # --- Found by mutation testing (mutmut): exact texts, ids and names ---
+# (was test_host_exact.py)
 
 # The workload fixtures of test_workload, shared rather than copied.
 

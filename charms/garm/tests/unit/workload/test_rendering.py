@@ -27,6 +27,7 @@ runner = workload_walks.runner
 systemctl = workload_walks.systemctl
 
 # --- Found by mutation testing (mutmut): exact rendered values ---
+# (was test_rendering_exact.py)
 
 POSTGRES = PostgresConfig("10.1.2.3", 5432, "relation_id_7", "pg-pass", "garm")
 
@@ -111,7 +112,8 @@ def test_a_space_in_a_proxy_value_is_not_a_control_character():
     assert 'NO_PROXY="a b"' in text
 
 
-# --- Found by mutation testing (mutmut): the provider files at their edges ---
+# --- Found by the coverage floors (hand-made mutants): the provider files at their edges ---
+# (was test_workload_providers_edges.py)
 # The provider files at their edges: none left, no region, a provider directory gone or planted.
 #
 # Through the real `Workload` rooted in a temporary directory (its systemctl faked), asserting
