@@ -793,11 +793,11 @@ def test_hostile_config_values_report_no_crash_and_no_silent_accept(
         try:
             ctx.run(ctx.on.config_changed(), state)
         except testing.errors.UncaughtCharmError:
-            report["crash"].append(f"{option}={given!r}")
+            report["crash"].append(f"{option}={value!r}")
             continue
-        parsed = parse_config({option: given})
+        parsed = parse_config({option: value})
         kind = "normalised" if parsed.external_url == normalised else "silent"
-        report[kind].append(f"{option}={given!r}")
+        report[kind].append(f"{option}={value!r}")
 
     counts = {kind: len(values) for kind, values in report.items()}
     assert (report["crash"], report["silent"]) == ([], []), counts

@@ -13,27 +13,14 @@ from garm_sim import GarmSim
 from reconcile.bootstrap import ADMIN_LABEL, DB_PASSPHRASE_LABEL, JWT_SECRET_LABEL
 
 Ctx = testing.Context[charm.GarmCharm]
-
-
 Resources = frozenset[testing.Resource]
-
-
 Config = dict[str, Any]
 
-
 JWT = "existing-jwt-secret-" + "k3J9xQ" * 6
-
-
 PASSPHRASE = "Xk3vQ9-rT7wLp2_Zm8Yc4NbH6sJd1FgA"
-
-
 PASSWORD = "existing-admin-Password-9fK2mQ"
-
-
 # Controller URLs an earlier configuration left (not the ones the charm derives).
 OTHER_URLS = {"metadata_url": "https://x/api/v1/metadata", "callback_url": "https://x/cb"}
-
-
 # The controller URLs the charm derives from external-url https://garm.example.com.
 CONTROLLER_URLS = {
     "metadata_url": "https://garm.example.com/api/v1/metadata",

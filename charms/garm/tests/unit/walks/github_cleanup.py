@@ -8,8 +8,6 @@ from garm_api.models import Entity, EntityKind, GithubCredentials, ScaleSet
 from reconcile.github_objects import DESCRIPTION_PREFIX, GithubApp
 
 OLD_APP = GithubApp(app_id=1, installation_id=10, private_key_pem=b"old")
-
-
 NEW_APP = GithubApp(app_id=2, installation_id=20, private_key_pem=b"new")
 
 

@@ -19,8 +19,6 @@ from unit.walks.charm import bootstrap_secrets, bootstrapped
 from workload.backup import BackupManifest
 
 NEWER = "v0.2.1-96-gafda4e76"
-
-
 PAUSED_AT = "2026-11-30T09:15:00+00:00"
 
 

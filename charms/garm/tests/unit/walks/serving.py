@@ -115,11 +115,7 @@ def changed_field(raw: str, path: str, value: Any) -> str:
 
 
 RSA_FINGERPRINT = "SHA256:" + "R" * 43
-
-
 ED25519_FINGERPRINT = "SHA256:" + "E" * 43
-
-
 RELAY = {
     "host": "10.1.2.3",
     "port": "10022",

@@ -18,8 +18,6 @@ from workload.host import CommandResult
 from workload.machine import Workload
 
 JWT_SECRET = "jwt-" + "Zq8#vT2m" * 6
-
-
 PASSPHRASE = "Xk3vQ9-rT7wLp2_Zm8Yc4NbH6sJd1FgA"
 
 
