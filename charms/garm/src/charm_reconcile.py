@@ -47,13 +47,13 @@ from reconcile.charm_metrics import CompletedPass
 from reconcile.credential_rotation import settle_admin_password
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import ObjectsOutcome, reconcile_objects
-from reconcile.github_dropped_verdict import sightings_from_json, sightings_to_json
-from reconcile.github_http import Quotas
-from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
-from reconcile.github_view import from_json as views_from_json
-from reconcile.github_view import to_json as views_to_json
+from reconcile.github.dropped_verdict import sightings_from_json, sightings_to_json
+from reconcile.github.http import Quotas
+from reconcile.github.offline_runners import CHECK_EVERY as OFFLINE_CHECK_EVERY
+from reconcile.github.scalesets import CHECK_EVERY, RESTART_EVERY, is_due
+from reconcile.github.view import from_json as views_from_json
+from reconcile.github.view import to_json as views_to_json
 from reconcile.metrics_token import token_is_current
-from reconcile.offline_runners import CHECK_EVERY as OFFLINE_CHECK_EVERY
 from reconcile.provider_retention import retained_providers, retention_message
 from reconcile.restore_check import RestoreCheck, check_restore, unknown_check
 from reconcile.teardown import TeardownReport, teardown, teardown_pass

@@ -24,8 +24,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar, cast
 
-from reconcile.github_view import GithubView
-from reconcile.offline_runners import OfflineReport
+from reconcile.github.offline_runners import OfflineReport
+from reconcile.github.view import GithubView
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec
 

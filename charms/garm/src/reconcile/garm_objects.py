@@ -16,15 +16,15 @@ from typing import Any, Protocol
 
 from garm_api import GithubEndpoint, Instance, ScaleSet
 from reconcile.desired_state import DesiredState
+from reconcile.github.dropped_verdict import ConfirmedCheck, Sightings
+from reconcile.github.http import Quotas
+from reconcile.github.offline_runners import OfflineCheck, OfflineReport, reap_offline
+from reconcile.github.runner_checks import GITHUB_ENDPOINT, RunnerCheck
+from reconcile.github.scalesets import CHECK_EVERY, ScaleSetCheck
+from reconcile.github.view import GithubView, combine
 from reconcile.github_agreement import apps_by_entity
 from reconcile.github_cleanup import CleanupReport, GithubCleanupApi, remove_unused_github_objects
-from reconcile.github_dropped_verdict import ConfirmedCheck, Sightings
-from reconcile.github_http import Quotas
 from reconcile.github_objects import GithubReport, reconcile_github
-from reconcile.github_scalesets import CHECK_EVERY, ScaleSetCheck
-from reconcile.github_view import GithubView, combine
-from reconcile.offline_runners import OfflineCheck, OfflineReport, reap_offline
-from reconcile.runner_checks import GITHUB_ENDPOINT, RunnerCheck
 from reconcile.schedule_status import with_schedule
 from reconcile.templates import (
     TemplateApi,

@@ -21,8 +21,8 @@ from reconcile.charm_metrics import (
     escape_label_value,
     render,
 )
-from reconcile.github_view import GithubView
-from reconcile.offline_runners import IdleRunner, OfflineReport
+from reconcile.github.offline_runners import IdleRunner, OfflineReport
+from reconcile.github.view import GithubView
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec

@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from garm_api import GarmApiError
 from garm_api.models import EntityKind, GithubEndpoint
-from reconcile.github_http import (
+from reconcile.github.http import (
     Findings,
     GithubUnavailable,
     Http,
@@ -32,9 +32,9 @@ from reconcile.github_http import (
     session,
     string_field,
 )
+from reconcile.github.runner_checks import BUDGET_SECONDS, GITHUB_ENDPOINT
+from reconcile.github.view import ScaleSetStats
 from reconcile.github_objects import GithubApp
-from reconcile.github_view import ScaleSetStats
-from reconcile.runner_checks import BUDGET_SECONDS, GITHUB_ENDPOINT
 from scaleset_reconciler import GithubScaleSetRef
 from scaleset_reconciler.plan import entity_key
 from workload.config import ProxyConfig

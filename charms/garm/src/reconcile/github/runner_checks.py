@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from garm_api import GarmApiError
 from garm_api.models import EntityKind, GithubEndpoint
-from reconcile.github_http import (
+from reconcile.github.http import (
     Findings,
     GithubUnavailable,
     Http,

@@ -33,7 +33,7 @@ from urllib.parse import urlencode
 
 from garm_api import GarmApiError, Instance, ScaleSet
 from garm_api.models import EntityKind, GithubEndpoint
-from reconcile.github_http import (
+from reconcile.github.http import (
     Findings,
     GithubUnavailable,
     Http,
@@ -44,8 +44,8 @@ from reconcile.github_http import (
     json_object,
     session,
 )
+from reconcile.github.runner_checks import BUDGET_SECONDS, GITHUB_ENDPOINT
 from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import BUDGET_SECONDS, GITHUB_ENDPOINT
 from scaleset_reconciler.marker import parse_marker
 from scaleset_reconciler.plan import entity_key
 from scaleset_reconciler.runners import is_idle
