@@ -16,10 +16,11 @@ from typing import Any, Protocol
 
 from garm_api import GithubEndpoint, Instance, ScaleSet
 from reconcile.desired_state import DesiredState
+from reconcile.github.check import GITHUB_ENDPOINT
 from reconcile.github.dropped_verdict import ConfirmedCheck, Sightings
 from reconcile.github.http import Quotas
 from reconcile.github.offline_runners import OfflineCheck, OfflineReport, reap_offline
-from reconcile.github.runner_checks import GITHUB_ENDPOINT, RunnerCheck
+from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github.scalesets import CHECK_EVERY, ScaleSetCheck
 from reconcile.github.view import GithubView, combine
 from reconcile.github_agreement import apps_by_entity
