@@ -75,7 +75,7 @@ class ObjectsOutcome:
         github_view: GitHub's view of each live scale set beside GARM's, by
             `<application>/<scale set>` (ADR 0041); None when the pass did not ask GitHub.
         missing_sightings: GitHub's first "missing" answers still to be confirmed, as
-            `github_dropped_verdict.confirm` keeps them; None when GitHub was not asked.
+            `github.dropped_verdict.confirm` keeps them; None when GitHub was not asked.
     """
 
     blocked: str

@@ -79,7 +79,7 @@ def offline_check(removed: int, shown: int) -> OfflineReport:
     return OfflineReport(True, (runner,) * removed, {("small-app", "small"): shown}, {})
 
 
-# One installation's quota after a pass, as `github_http.Quotas.rows` gives it.
+# One installation's quota after a pass, as `github.http.Quotas.rows` gives it.
 QUOTA = {
     "installation": 7,
     "limit": 5000,
