@@ -19,7 +19,7 @@ import charm_reconcile
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.garm_objects import ObjectsOutcome
-from reconcile.offline_runners import OfflineReport
+from reconcile.github.offline_runners import OfflineReport
 from scaleset_reconciler import ReconcileReport
 from unit.walks.charm import bootstrap_secrets, bootstrapped
 

@@ -11,8 +11,8 @@ import pytest
 from doubles.memory_garm import MemoryGarm
 from fake_github import FakeGitHub
 from garm_api.models import EntityKind
+from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler import (
     SETTLE_LIMIT,
     Phase,
