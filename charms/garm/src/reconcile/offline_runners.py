@@ -47,7 +47,7 @@ from reconcile.github_http import (
 from reconcile.github_objects import GithubApp
 from reconcile.runner_checks import BUDGET_SECONDS, GITHUB_ENDPOINT
 from scaleset_reconciler.marker import parse_marker
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 from scaleset_reconciler.runners import is_idle
 from workload.config import ProxyConfig
 
@@ -92,7 +92,7 @@ class IdleRunner:
 
     @property
     def entity(self) -> EntityKey:
-        """The entity's key (`scaleset_reconciler.plan.entity_key`)."""
+        """The entity's key (`scaleset_reconciler.needs.entity_key`)."""
         return entity_key(self.entity_kind, self.entity_name)
 
 
@@ -276,7 +276,7 @@ class OfflineCheck:
 
     Attributes:
         endpoint: returns GARM's `github.com` endpoint (None: none); called only when asked.
-        apps: the GitHub App of each entity, keyed by `scaleset_reconciler.plan.entity_key`.
+        apps: the GitHub App of each entity, keyed by `scaleset_reconciler.needs.entity_key`.
         proxy: the model's proxy.
         clock: seconds since the epoch, for the App's JWT.
         budget_seconds: how long the whole check may wait on GitHub.

@@ -17,7 +17,7 @@ from scaleset_reconciler.executor import (
     preview,
     reconcile,
 )
-from scaleset_reconciler.plan import BusyRunner, GithubScaleSetRef, ReconcileSettings
+from scaleset_reconciler.needs import BusyRunner, GithubScaleSetRef
 from scaleset_reconciler.report import (
     Phase,
     PredecessorReport,
@@ -28,6 +28,7 @@ from scaleset_reconciler.report import (
     retry_message,
     status_message,
 )
+from scaleset_reconciler.settings import ReconcileSettings
 
 __all__ = [
     "SETTLE_LIMIT",

@@ -21,8 +21,8 @@ from reconcile.github_http import RESERVE_FRACTION, Quotas, RateLimit
 from reconcile.github_objects import GithubApp
 from reconcile.github_scalesets import ScaleSetCheck
 from reconcile.runner_checks import RunnerCheck
-from scaleset_reconciler import GithubScaleSetRef
-from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler import BusyRunner, GithubScaleSetRef
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 REPO = "fake-org/fake-repo"

@@ -25,7 +25,8 @@ from garm_api.models import EntityKind, GithubEndpoint
 from reconcile import github_http
 from reconcile.github_objects import GithubApp
 from reconcile.runner_checks import RunnerCheck
-from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler import BusyRunner
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 REPO = "Fake-Org/Fake.Repo"

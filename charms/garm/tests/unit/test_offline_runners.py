@@ -33,7 +33,7 @@ from reconcile.offline_runners import (
     plan_offline,
     reap_offline,
 )
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 REPO = "fake-org/fake-repo"

@@ -22,8 +22,8 @@ from fake_github import FakeGitHub, FakeGitHubConfig
 from garm_api.models import EntityKind
 from reconcile.github_objects import GithubApp
 from reconcile.runner_checks import BUDGET_SECONDS, RunnerCheck
-from scaleset_reconciler import Phase
-from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler import BusyRunner, Phase
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 REPO = "fake-org/fake-repo"
