@@ -14,7 +14,7 @@ from garm_api.models import Entity, EntityKind, Instance
 from scaleset_reconciler.grouping import Family, Grouping, Member
 from scaleset_reconciler.grouping import member_serves as _serves
 from scaleset_reconciler.prepare import Prepared
-from scaleset_reconciler.runners import known_busy as _known_busy
+from scaleset_reconciler.runners import is_busy
 from scaleset_reconciler.spec import ScalesetSpec
 
 
@@ -124,8 +124,13 @@ def busy_on_retired(grouping: Grouping, observed: Observed) -> list[BusyRunner]:
         for m in members
         if m.marker is not None and m.marker.retired_at is not None
         for runner in observed.runners(m.scaleset.id)
-        if _known_busy(runner)
+        if known_busy(runner)
     ]
+
+
+def known_busy(runner: Instance) -> bool:
+    """A busy runner GitHub can be asked about: up, with a job and GitHub's agent id."""
+    return runner.status == "running" and is_busy(runner) and runner.agent_id > 0
 
 
 @dataclasses.dataclass(frozen=True)

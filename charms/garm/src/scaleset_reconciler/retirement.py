@@ -14,9 +14,9 @@ from scaleset_reconciler.context import PassContext as _Context
 from scaleset_reconciler.drain_clock import drain_deadline
 from scaleset_reconciler.grouping import Member
 from scaleset_reconciler.marker import Marker
+from scaleset_reconciler.needs import known_busy as _known_busy
 from scaleset_reconciler.report import Phase, PredecessorReport
 from scaleset_reconciler.runners import REMOVABLE
-from scaleset_reconciler.runners import known_busy as _known_busy
 
 
 def plan_retirement(

@@ -56,8 +56,3 @@ def is_booting(runner: Instance) -> bool:
     if runner.status in BOOTING_STATUSES:
         return True
     return runner.status == "running" and runner.runner_status in BOOTING_RUNNER_STATUSES
-
-
-def known_busy(runner: Instance) -> bool:
-    """A busy runner GitHub can be asked about: up, with a job and GitHub's agent id."""
-    return runner.status == "running" and is_busy(runner) and runner.agent_id > 0
