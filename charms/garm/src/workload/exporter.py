@@ -17,7 +17,7 @@ import logging
 from pathlib import Path
 from typing import Final
 
-from workload import systemctl
+from workload import sandbox, systemctl
 from workload.host import WorkloadError, ensure_directory, read_intact, write_atomic
 
 logger = logging.getLogger(__name__)
@@ -98,23 +98,11 @@ PrivateTmp=yes
 PrivateDevices=yes
 PrivateUsers=yes
 PrivateIPC=yes
-ProtectHostname=yes
-ProtectClock=yes
-ProtectKernelTunables=yes
-ProtectKernelModules=yes
-ProtectKernelLogs=yes
-ProtectControlGroups=yes
-ProtectProc=invisible
-ProcSubset=pid
+{sandbox.PROTECT_KERNEL}
 RestrictAddressFamilies=AF_INET
 IPAddressDeny=any
 IPAddressAllow=localhost
-RestrictNamespaces=yes
-RestrictRealtime=yes
-RestrictSUIDSGID=yes
-LockPersonality=yes
-MemoryDenyWriteExecute=yes
-RemoveIPC=yes
+{sandbox.RESTRICT}
 CapabilityBoundingSet=
 AmbientCapabilities=
 SystemCallArchitectures=native
