@@ -1,4 +1,4 @@
-"""Live names within the provider's budget, and family membership (naming, plan.group)."""
+"""Live names within the provider's budget, and family membership (naming, grouping.group)."""
 
 from __future__ import annotations
 
