@@ -90,9 +90,10 @@ def _pass(
 
 @pytest.mark.parametrize("bound", [10, 4])
 def test_a_pass_that_reaps_offline_runners_stays_within_its_bound(quiet_github: None, bound: int):
-    """Arrange: 5 sets (min idle 2) converged; every idle runner offline past the bound; at
-    most `bound` writes a pass. Act: relabel all (5 creates want 10 writes), one pass with the
-    check.
+    """Arrange: 5 sets (min idle 2) converged; every idle runner offline past the bound.
+
+    At most `bound` writes a pass. Act: relabel all (5 creates want 10 writes), one pass with
+    the check.
 
     Assert: GARM received at most `bound` writes, the offline removals among them at least the
     share the pass kept for them (so they do not wait out the change), and creates the rest.

@@ -45,8 +45,9 @@ def _a_retired_and_empty(garm: MemoryGarm, settings: ReconcileSettings) -> str:
 
 
 def test_an_empty_retired_set_is_deleted_in_a_pass_that_creates_fill():
-    """Arrange: 5 sets converged; 'a' changed over, its old set retired and empty; at most 6
-    writes a pass. Act: relabel the other 4 (their creates want 8 writes), one pass.
+    """Arrange: 5 sets converged; 'a' changed over, its old set retired and empty.
+
+    At most 6 writes a pass. Act: relabel the other 4 (their creates want 8 writes), one pass.
 
     Assert: GARM deleted 'a''s old set in that pass, within 6 writes, creates first.
     """
@@ -67,8 +68,9 @@ def test_an_empty_retired_set_is_deleted_in_a_pass_that_creates_fill():
 
 
 def test_deletes_take_at_most_half_the_bound():
-    """Arrange: 4 sets converged, then all relabelled and changed over but for the deletes of
-    their 4 empty retired sets; 'e' added. Act: one pass at 4 writes.
+    """Arrange: 4 sets changed over but for the deletes of their 4 empty retired sets.
+
+    Then 'e' added. Act: one pass at 4 writes.
 
     Assert: one delete (half the bound) and 'e''s create go; the rest waits.
     """
