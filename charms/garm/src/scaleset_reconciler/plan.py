@@ -862,7 +862,9 @@ def _plan_queued(
 
     The first time, the serving predecessor is stamped with when the change was queued, so the
     queue keeps its order over passes and restarts (`surge`). A retired live scale set (a
-    change back, which would re-enable it) drains meanwhile as any retired one does.
+    change back, which re-enables it once started) is kept meanwhile: not deleted once empty
+    (jobs past the drain deadline are still stopped), so its turn re-enables it rather than
+    creating it again at GitHub.
     """
     spec = entry.spec
     actions: list[Action] = []
@@ -872,6 +874,10 @@ def _plan_queued(
             spec.name, member, False, context, application=spec.application
         )
         report.predecessors.append(predecessor)
+        if member is family.live:
+            # Kept for its turn; a job past the drain deadline is still stopped.
+            predecessor.phase = Phase.QUEUED
+            retire_actions = [a for a in retire_actions if not isinstance(a, DeleteAction)]
         actions.extend(retire_actions)
     serving = [m for m in family.predecessors if _serves(m)]
     if not any(m.marker is not None and m.marker.queued_at for m in serving):
