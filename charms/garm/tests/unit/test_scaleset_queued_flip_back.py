@@ -27,9 +27,10 @@ def _budget(surge: int) -> ReconcileSettings:
 
 
 def test_a_queued_change_back_keeps_the_retired_set_and_re_enables_it_in_its_turn():
-    """Arrange: budget 1; 'b' changed over to `big`, its old set retired and empty; then in
-    one pass 'a' relabelled while GitHub drops `gpu` (it starts and holds the budget) and 'b'
-    changed back to its old labels (queued).
+    """Arrange: budget 1; 'b' changed over to `big`, its old set retired and empty.
+
+    Then in one pass 'a' relabelled while GitHub drops `gpu` (it starts and holds the budget)
+    and 'b' changed back to its old labels (queued).
 
     Act: passes for 2 hours while 'a' stays stuck; then GitHub accepts `gpu`, passes go on.
 
