@@ -23,8 +23,7 @@ from doubles.memory_garm import WRITE_OPERATIONS, MemoryGarm
 from garm_api.models import EntityKind
 from reconcile import garm_objects
 from reconcile.desired_state import DesiredState
-from reconcile.github_objects import GithubReport
-from reconcile.offline_runners import (
+from reconcile.github.offline_runners import (
     MAX_REMOVALS,
     OFFLINE_AFTER,
     IdleRunner,
@@ -32,6 +31,7 @@ from reconcile.offline_runners import (
     bound_share,
     removals_left,
 )
+from reconcile.github_objects import GithubReport
 from reconcile.templates import TemplateReport
 from scaleset_reconciler.plan import entity_key
 from workload.config import ProxyConfig
