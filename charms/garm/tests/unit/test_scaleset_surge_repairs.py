@@ -14,7 +14,7 @@ import datetime
 from scaleset_fixtures import SETTINGS, converge, make_spec, run
 
 from doubles.memory_garm import MemoryGarm
-from scaleset_reconciler import ReconcileReport, ReconcileSettings
+from scaleset_reconciler import ReconcileReport, ReconcileSettings, status_message
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.spec import ScalesetSpec
 
@@ -50,7 +50,8 @@ def test_a_fleet_wide_refresh_holds_no_more_than_the_budget():
     Act: change every set's image (a rolling refresh each), passes until converged.
 
     Assert: never more than 2 sets raised at once, never more than 5 + 2 runners; the first
-    pass raises 2 and queues 3; every set ends on the new image at the spec's counts.
+    pass raises 2 and queues 3 (the status counts them); every set ends on the new image at
+    the spec's counts.
     """
     garm = MemoryGarm()
     specs = [make_spec(n, OLD, min_idle_runners=1, max_runners=3) for n in NAMES]
@@ -67,6 +68,7 @@ def test_a_fleet_wide_refresh_holds_no_more_than_the_budget():
     assert _raised(garm, changed) == 2
     assert first.queued == 3
     assert [first.spec(n).queue_position for n in NAMES] == [None, None, 1, 2, 3]
+    assert status_message(first) == "'a' and 4 more changing: 2 in flight, 3 queued"
     raised: list[int] = []
     peak: list[int] = []
     report = first
