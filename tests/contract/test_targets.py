@@ -197,14 +197,16 @@ def test_a_running_job_counts_as_assigned_so_a_runner_boots_beside_the_busy_one(
     assert target.wait_until(lambda: runners("idle") == [busy])
     target.start_job(created, busy)
     beside = target.wait_until(
-        lambda: target.call("GET", path).json.get("desired_runner_count") == 1
-        and len(runners()) == 2
+        lambda: (
+            target.call("GET", path).json.get("desired_runner_count") == 1 and len(runners()) == 2
+        )
     )
     (other,) = set(runners()) - {busy}
     target.finish_job(busy)
     ended = target.wait_until(
-        lambda: "desired_runner_count" not in target.call("GET", path).json
-        and runners() == [other]
+        lambda: (
+            "desired_runner_count" not in target.call("GET", path).json and runners() == [other]
+        )
     )
 
     assert beside
