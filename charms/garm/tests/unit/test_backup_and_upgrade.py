@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from reconcile.maintenance import Maintenance, cleared
 from reconcile.upgrade import Step, upgrade_step
+from relations.peers.pause import Maintenance, cleared
 from workload.backup import (
     BackupError,
     BackupManifest,
