@@ -151,17 +151,15 @@ class PeerData(ops.Object):
     # Reading once, writing once -------------------------------------------------------------
 
     def _write(self, _: ops.EventBase) -> None:
-        """Write each databag once, with the keys this hook changed."""
+        """Write each databag once, with this hook's writes (ops sends only what changed)."""
         if self._relation is None or self._relation[0] is None:
             return  # never read, or no relation: nothing to write
         peers = self._relation[0]
-        app = _changed(self._app_read(), self._app_writes) if self._app_writes else {}
-        if app:
-            peers.data[self.model.app].update(app)
+        if self._app_writes:
+            peers.data[self.model.app].update(self._app_writes)
         try:
-            unit = _changed(self._databag(self.model.unit), self._unit_writes)
-            if unit:
-                peers.data[self.model.unit].update(unit)
+            if self._unit_writes:
+                peers.data[self.model.unit].update(self._unit_writes)
         except ops.ModelError as error:
             # Cut off from the controller: GARM is stopped all the same; said at the next hook.
             logger.warning("could not say whether this unit runs GARM: %s", error)
@@ -202,8 +200,3 @@ def teardown_since(data: Mapping[str, str]) -> datetime.datetime | None:
     except ValueError:
         return datetime.datetime.fromtimestamp(0, datetime.UTC)
     return since if since.tzinfo else since.replace(tzinfo=datetime.UTC)
-
-
-def _changed(read: Mapping[str, str], writes: Mapping[str, str]) -> dict[str, str]:
-    """The writes that change the databag as read ("" deletes a key; deleting none is none)."""
-    return {key: value for key, value in writes.items() if read.get(key, "") != value}
