@@ -75,6 +75,22 @@ def test_a_reconcile_import_in_reconcile_github_fails_lint(charm_copy: pathlib.P
     assert "reconcile.github.view -> reconcile.garm_objects" in done.stdout
 
 
+def test_an_ops_import_in_a_peer_decision_fails_lint(charm_copy: pathlib.Path):
+    """Arrange: the copy with `import ops` planted at the end of relations/peers/lease.py.
+
+    Act: run lint-imports on it.
+    Assert: it fails, names the contract that keeps the peer decisions pure and the import.
+    """
+    lease = charm_copy / "src" / "relations" / "peers" / "lease.py"
+    lease.write_text(lease.read_text() + "\nimport ops\n")
+
+    done = _lint_imports(charm_copy)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "The peer relation's decisions" in done.stdout
+    assert "relations.peers.lease -> ops" in done.stdout
+
+
 def test_the_contracts_name_every_module_of_src():
     """Arrange: the contracts file and the modules in the charm's src/.
 

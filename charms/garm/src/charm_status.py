@@ -18,10 +18,10 @@ from charm_config import SWITCH_HOWTO, InvalidConfigError
 from garm_api import GarmApiError, GarmError, GarmServerError, GarmUnreachable, WireFormatError
 from reconcile.bootstrap import BootstrapError
 from reconcile.garm_objects import ObjectsOutcome
-from reconcile.maintenance import Maintenance
 from reconcile.teardown import TeardownReport
 from relations.database import DatabaseState, DatabaseStatus
-from relations.service_handover import Decision, Verdict
+from relations.peers.handover import Decision, Verdict
+from relations.peers.pause import Maintenance
 from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
 from workload.host import HostWriteError, ResourceError, WorkloadError
 from workload.migration import Recovered
