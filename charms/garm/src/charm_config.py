@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 from urllib.parse import unquote, urlsplit
 
-from reconcile.docs_links import SWITCH_DATABASE
+from status_text.docs_links import SWITCH_DATABASE
 from text_numbers import parse_duration, parse_whole_number
 from workload.config import ProxyConfig
 from workload.exporter import EXPORTER_PORT

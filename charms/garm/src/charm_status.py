@@ -22,7 +22,7 @@ from reconcile.maintenance import Maintenance
 from reconcile.teardown import TeardownReport
 from relations.database import DatabaseState, DatabaseStatus
 from relations.service_handover import Decision, Verdict
-from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
+from status_text import STATUS_LIMIT, cut, fit
 from workload.host import HostWriteError, ResourceError, WorkloadError
 from workload.migration import Recovered
 from workload.migration_record import Recovery

@@ -47,14 +47,12 @@ from scaleset_reconciler.report import (
     PredecessorReport,
     ReconcileReport,
     SpecReport,
-    clock_time,
-    cut,
-    short_name,
 )
 from scaleset_reconciler.runners import REMOVABLE, idle_capacity, is_busy, is_online
 from scaleset_reconciler.spec import ScalesetSpec
 from scaleset_reconciler.stuck import StuckStep, plan_stuck
 from scaleset_reconciler.surge import UNLIMITED, Admission, Candidate, admit
+from status_text import clock_time, cut, short_name
 
 DEFAULT_RUNNER_GROUP = "Default"
 MAX_LABEL_RETRY = datetime.timedelta(hours=4)
