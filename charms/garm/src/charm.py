@@ -284,9 +284,7 @@ class GarmCharm(ops.CharmBase):
         since = utc_now()
         try:
             until = since + self._state().config.teardown_timeout
-            self.unit.status = ops.MaintenanceStatus(
-                f"removing: tearing down the charm's scale sets until {until:%H:%M} UTC at most"
-            )
+            self.unit.status = charm_status.removing(until)
             report = self._tear_down(since)
         except (InvalidConfigError, GarmError, WorkloadError) as error:
             logger.error(
@@ -468,7 +466,7 @@ class GarmCharm(ops.CharmBase):
             event.fail(f"{error}; run the action again")
             return
         self._reconcile(event)
-        status = self._status or ops.UnknownStatus()
+        status = self._status or charm_status.unknown()
         rotated = "jwt-secret,admin-password" if password else "jwt-secret"
         event.set_results({"rotated": rotated, "status": f"{status.name}: {status.message}"})
         if not isinstance(status, ops.ActiveStatus):
@@ -507,7 +505,7 @@ class GarmCharm(ops.CharmBase):
         ended, held = resumed(Maintenance.from_app_data(data), data, utc_now())
         data.update({**ended, TEARDOWN_SINCE_KEY: ""})
         self._reconcile(event)
-        status = self._status or ops.UnknownStatus()
+        status = self._status or charm_status.unknown()
         event.set_results(
             {
                 "status": f"{status.name}: {status.message}",
@@ -573,7 +571,7 @@ class GarmCharm(ops.CharmBase):
         if held is None:
             peers.data[self.app].update(cleared())
         self._reconcile(event)
-        status = self._status or ops.UnknownStatus()
+        status = self._status or charm_status.unknown()
         event.set_results(
             {"restored": name, "status": f"{status.name}: {status.message}", **doomed}
         )
