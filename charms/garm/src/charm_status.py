@@ -1,8 +1,9 @@
 """Every error and outcome of a reconcile -> the status `juju status` shows, in one place.
 
-No other module builds an ops status (tests/unit/test_status_construction.py): the reconcile
-and the charm hand this module what happened, and it words it, the statuses shown while a long
-step runs included (`installing`, `removing`). Each text is at most 120 characters
+No other module builds an ops status (tests/unit/test_status_construction.py, which lists the
+upgrade's until they move with the upgrade flow): the reconcile and the charm hand this module
+what happened, and it words it, the statuses shown while a long step runs included
+(`installing`, `removing`). Each text is at most 120 characters
 (`status_text.STATUS_LIMIT`); a longer one, which only GARM's or the operator's words can make,
 is cut by `bounded` and logged in full. Blocked says what the operator must do; Waiting says
 the charm goes on by itself at the next hook.
