@@ -18,7 +18,7 @@ from typing import Final
 
 import ops
 
-from charm_config import SWITCH_HOWTO, InvalidConfigError
+from charm_config import InvalidConfigError
 from garm_api import GarmApiError, GarmError, GarmServerError, GarmUnreachable, WireFormatError
 from reconcile.bootstrap import BootstrapError
 from reconcile.garm_objects import ObjectsOutcome
@@ -27,6 +27,7 @@ from reconcile.teardown import TeardownReport
 from relations.database import DatabaseState, DatabaseStatus
 from relations.service_handover import Decision, Verdict
 from status_text import STATUS_LIMIT, clock_time, cut, fit
+from status_text.docs_links import SWITCH_DATABASE
 from workload.host import HostWriteError, ResourceError, VersionRefused, WorkloadError
 from workload.migration import Recovered
 from workload.migration_record import Recovery
@@ -132,8 +133,11 @@ def database_unusable(database: DatabaseState, version: str) -> ops.StatusBase |
 
 
 def backend_switch_refused(problem: str) -> ops.StatusBase:
-    """GARM's data cannot follow a backend switch; the how-to is too long for the status."""
-    logger.warning("%s; how to switch GARM's database: %s", problem, SWITCH_HOWTO)
+    """GARM's data cannot follow a backend switch; the how-to is too long for the status.
+
+    So the charm logs its link with the problem (120 characters leave no room for it).
+    """
+    logger.warning("%s; how to switch GARM's database: %s", problem, SWITCH_DATABASE)
     return ops.BlockedStatus(problem)
 
 
