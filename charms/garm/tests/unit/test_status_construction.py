@@ -44,7 +44,7 @@ def test_only_charm_status_builds_an_ops_status():
     """Arrange: every module of the charm's src/ but charm_status.py and the generated client.
 
     Act: find each call that builds an ops status (`ops.BlockedStatus(...)`, a status class
-    imported by name, `StatusBase.from_name(...)`).
+    imported by name or under another, `StatusBase.from_name(...)`).
     Assert: none is found, but the upgrade's not yet moved.
     """
     modules = [path for path in sorted(SRC.rglob("*.py")) if path != WORDING]
@@ -84,8 +84,12 @@ def test_charm_status_builds_the_statuses():
             "import ops\n\ndef f():\n    return ops.StatusBase.from_name('waiting', 'x')\n",
             "StatusBase",
         ),
+        (
+            "from ops import WaitingStatus as Later\n\ndef f():\n    return Later('x')\n",
+            "WaitingStatus",
+        ),
     ],
-    ids=["attribute", "imported-name", "submodule", "from-name"],
+    ids=["attribute", "imported-name", "submodule", "from-name", "renamed"],
 )
 def test_a_status_built_elsewhere_is_found(tmp_path: pathlib.Path, planted: str, kind: str):
     """Arrange: a module building a status one of the ways ops allows.
@@ -96,7 +100,7 @@ def test_a_status_built_elsewhere_is_found(tmp_path: pathlib.Path, planted: str,
     module = tmp_path / "planted.py"
     module.write_text(planted)
 
-    found = constructions(module)
+    found = constructions(module, tmp_path)
 
     assert found == [("planted.py", "f", kind)]
 
@@ -104,7 +108,7 @@ def test_a_status_built_elsewhere_is_found(tmp_path: pathlib.Path, planted: str,
 def test_the_statuses_not_yet_moved_are_still_there():
     """Arrange: the constructions let through outside charm_status.py (`NOT_YET_MOVED`).
 
-    Act: find the constructions in the modules named there.
+    Act: find the constructions in the modules named there (paths under src/).
     Assert: each is still there as many times: once moved, its entry must go too.
     """
     found = collections.Counter(
@@ -119,15 +123,29 @@ def test_the_statuses_not_yet_moved_are_still_there():
     )
 
 
-def constructions(path: pathlib.Path) -> list[tuple[str, str, str]]:
-    """(module, enclosing function, status class) for each ops status built in `path`."""
+def constructions(path: pathlib.Path, root: pathlib.Path = SRC) -> list[tuple[str, str, str]]:
+    """(module's path under `root`, enclosing function, status class) per ops status built."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    names = _status_names(tree)
     sites: list[tuple[str, str, str]] = []
     for function, node in _calls(tree, "<module>"):
-        kind = _status_class(node.func)
+        kind = _status_class(node.func, names)
         if kind is not None:
-            sites.append((path.name, function, kind))
+            sites.append((path.relative_to(root).as_posix(), function, kind))
     return sites
+
+
+def _status_names(tree: ast.Module) -> dict[str, str]:
+    """What each status class is called in the module: its own name, or the `as` it took."""
+    names = {name: name for name in STATUS_CLASSES}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names.update(
+                (alias.asname, alias.name)
+                for alias in node.names
+                if alias.asname and alias.name in STATUS_CLASSES
+            )
+    return names
 
 
 def _calls(node: ast.AST, function: str) -> list[tuple[str, ast.Call]]:
@@ -143,14 +161,14 @@ def _calls(node: ast.AST, function: str) -> list[tuple[str, ast.Call]]:
     return calls
 
 
-def _status_class(func: ast.expr) -> str | None:
+def _status_class(func: ast.expr, names: dict[str, str]) -> str | None:
     """The status class a call builds: `X(...)`, `a.X(...)` or `X.from_name(...)`; else None."""
     if isinstance(func, ast.Attribute) and func.attr == "from_name":
-        return _status_class(func.value)
+        return _status_class(func.value, names)
     if isinstance(func, ast.Attribute) and func.attr in STATUS_CLASSES:
         return func.attr
-    if isinstance(func, ast.Name) and func.id in STATUS_CLASSES:
-        return func.id
+    if isinstance(func, ast.Name) and func.id in names:
+        return names[func.id]
     return None
 
 
