@@ -9,7 +9,6 @@ source, so a construction hidden in a lazy import or a rarely taken branch count
 from __future__ import annotations
 
 import ast
-import collections
 import pathlib
 
 import pytest
@@ -29,15 +28,6 @@ STATUS_CLASSES = frozenset(
         "ErrorStatus",
     }
 )
-# The upgrade's statuses, built in charm_reconcile until the upgrade flow hands charm_status
-# an outcome to word (issue #34: the upgrade joins workload/). Empty this when it does; the
-# last test fails until then, so the list never outlives the constructions it lets through.
-NOT_YET_MOVED: collections.Counter[tuple[str, str, str]] = collections.Counter(
-    {
-        ("charm_reconcile.py", "_upgrade", "BlockedStatus"): 2,
-        ("charm_reconcile.py", "_upgrade", "MaintenanceStatus"): 1,
-    }
-)
 
 
 def test_only_charm_status_builds_an_ops_status():
@@ -45,15 +35,13 @@ def test_only_charm_status_builds_an_ops_status():
 
     Act: find each call that builds an ops status (`ops.BlockedStatus(...)`, a status class
     imported by name or under another, `StatusBase.from_name(...)`).
-    Assert: none is found, but the upgrade's not yet moved.
+    Assert: none is found.
     """
     modules = [path for path in sorted(SRC.rglob("*.py")) if path != WORDING]
 
-    found = collections.Counter(
-        site for path in modules if not _skipped(path) for site in constructions(path)
-    )
+    found = [site for path in modules if not _skipped(path) for site in constructions(path)]
 
-    assert found - NOT_YET_MOVED == collections.Counter(), sorted(found - NOT_YET_MOVED)
+    assert found == []
 
 
 def test_charm_status_builds_the_statuses():
@@ -103,24 +91,6 @@ def test_a_status_built_elsewhere_is_found(tmp_path: pathlib.Path, planted: str,
     found = constructions(module, tmp_path)
 
     assert found == [("planted.py", "f", kind)]
-
-
-def test_the_statuses_not_yet_moved_are_still_there():
-    """Arrange: the constructions let through outside charm_status.py (`NOT_YET_MOVED`).
-
-    Act: find the constructions in the modules named there (paths under src/).
-    Assert: each is still there as many times: once moved, its entry must go too.
-    """
-    found = collections.Counter(
-        site
-        for name in {name for name, _, _ in NOT_YET_MOVED}
-        for site in constructions(SRC / name)
-    )
-
-    assert NOT_YET_MOVED - found == collections.Counter(), (
-        "moved to charm_status: drop from NOT_YET_MOVED",
-        sorted(NOT_YET_MOVED - found),
-    )
 
 
 def constructions(path: pathlib.Path, root: pathlib.Path = SRC) -> list[tuple[str, str, str]]:
