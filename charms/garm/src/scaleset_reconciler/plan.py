@@ -51,7 +51,14 @@ from scaleset_reconciler.report import (
 from scaleset_reconciler.runners import REMOVABLE, idle_capacity, is_busy, is_online
 from scaleset_reconciler.spec import ScalesetSpec
 from scaleset_reconciler.stuck import StuckStep, plan_stuck
-from scaleset_reconciler.surge import UNLIMITED, Admission, Candidate, admit
+from scaleset_reconciler.surge import (
+    UNLIMITED,
+    Admission,
+    Candidate,
+    admit,
+    refresh_key,
+    retry_key,
+)
 from status_text import clock_time, cut, short_name
 
 DEFAULT_RUNNER_GROUP = "Default"
@@ -728,11 +735,56 @@ def admit_changeovers(prepared: Prepared, grouping: Grouping, context: _Context)
         if serving and starting:
             stamps = [m.marker.queued_at for m in serving if m.marker and m.marker.queued_at]
             candidates.append(Candidate(entry.spec.name, cost, min(stamps, default=None)))
-        holding = (cost if serving and not starting else 0) + left
+        # Each serving set beside the live one holds its min idle (a retry's earlier attempt too).
+        holding = (cost * len(serving) if not starting else 0) + left
         if holding:
             held[entry.spec.name] = holding
+        _charge_refresh_and_retry(entry, family, context, held, candidates)
     budget = context.settings.changeover_surge
     return admit(held, candidates, budget=budget, now=context.now)
+
+
+def _charge_refresh_and_retry(
+    entry: SpecEntry,
+    family: Family,
+    context: _Context,
+    held: dict[str, int],
+    candidates: list[Candidate],
+) -> None:
+    """A serving live set's rolling refresh and label retry take the budget too (ADR 0038).
+
+    The refresh holds what GARM's min idle is raised by while it is; before, it waits its
+    turn from its `refresh-from` stamp (or this pass). A retry due waits from when it fell due.
+    """
+    spec, live = entry.spec, family.live
+    if live is None or live.marker is None or not _serves(live):
+        return
+    step = RefreshStep(live.marker.refresh_from)
+    if refresh_after(spec, live, context.now, step) is not None:
+        raised = live.scaleset.min_idle_runners - spec.min_idle_runners
+        if raised > 0:
+            held[refresh_key(spec.name)] = raised
+        else:
+            surge = context.settings.refresh_surge
+            candidates.append(Candidate(refresh_key(spec.name), surge, step.refresh_from))
+    retry_at = _label_retry_at(spec, live, context)
+    if retry_at is not None and context.now >= retry_at:
+        cost = max(1, spec.min_idle_runners)
+        candidates.append(Candidate(retry_key(spec.name), cost, retry_at, repairs=spec.name))
+
+
+def _refresh_surge(spec: ScalesetSpec, context: _Context) -> int:
+    """The refresh's surge this pass: none while it waits for the budget (nothing moves)."""
+    return 0 if refresh_key(spec.name) in context.queued else context.settings.refresh_surge
+
+
+def _waits_for_budget(report: SpecReport, key: str, context: _Context) -> bool:
+    """Whether a refresh or retry waits in the surge budget's queue; its place reported."""
+    place = context.queued.get(key)
+    if place is None:
+        return False
+    report.queue_position = place
+    return True
 
 
 def plan_spec(
@@ -760,7 +812,7 @@ def plan_spec(
     step = _refresh_step(spec, family, context)
     refresh_from = refresh_after(spec, family.live, context.now, step)
     update = live_update(
-        spec, family.live, context.now, refresh_from, context.settings.refresh_surge
+        spec, family.live, context.now, refresh_from, _refresh_surge(spec, context)
     )
     if update is not None:
         actions.append(update)
@@ -776,7 +828,11 @@ def plan_spec(
     ready = _plan_live_readiness(spec, family.live, context, report) and _has_capacity(
         spec, family, context, report
     )
-    retry = _plan_label_retry(entry, family.live, context, report)
+    retry = None
+    if not _waits_for_budget(report, retry_key(spec.name), context):
+        retry = _plan_label_retry(entry, family.live, context, report)
+    else:
+        report.status += "; retry queued"
     if retry is None:
         retry = _plan_github_recreate(entry, family.live, context, report)
     if retry is not None:
@@ -789,6 +845,10 @@ def plan_spec(
         report.predecessors.append(predecessor)
         actions.extend(retire_actions)
     _summarise(report, ready and not report.missing_at_github)
+    if report.phase is Phase.REFRESHING and _waits_for_budget(
+        report, refresh_key(spec.name), context
+    ):
+        report.phase = Phase.QUEUED
     _report_stuck(report, stuck)
     return report, actions
 
@@ -800,7 +860,9 @@ def _plan_queued(
 
     The first time, the serving predecessor is stamped with when the change was queued, so the
     queue keeps its order over passes and restarts (`surge`). A retired live scale set (a
-    change back, which would re-enable it) drains meanwhile as any retired one does.
+    change back, which re-enables it once started) is kept meanwhile: not deleted once empty
+    (jobs past the drain deadline are still stopped), so its turn re-enables it rather than
+    creating it again at GitHub.
     """
     spec = entry.spec
     actions: list[Action] = []
@@ -810,6 +872,10 @@ def _plan_queued(
             spec.name, member, False, context, application=spec.application
         )
         report.predecessors.append(predecessor)
+        if member is family.live:
+            # Kept for its turn; a job past the drain deadline is still stopped.
+            predecessor.phase = Phase.QUEUED
+            retire_actions = [a for a in retire_actions if not isinstance(a, DeleteAction)]
         actions.extend(retire_actions)
     serving = [m for m in family.predecessors if _serves(m)]
     if not any(m.marker is not None and m.marker.queued_at for m in serving):
@@ -1027,7 +1093,7 @@ def _refresh_step(spec: ScalesetSpec, family: Family, context: _Context) -> Refr
         context.observed.runners(live.scaleset.id),
         live.marker.refresh_from,
         min_idle=spec.min_idle_runners,
-        surge=context.settings.refresh_surge,
+        surge=_refresh_surge(spec, context),
         serving=serving,
     )
 
@@ -1141,11 +1207,10 @@ def _plan_label_retry(
     doubles with each attempt, so a spec nobody fixes costs a few scale sets a day at most.
     """
     spec = entry.spec
-    if not live.scaleset.missing_labels(spec.labels):
+    retry_at = _label_retry_at(spec, live, context)
+    if retry_at is None:
         return None
     attempt = live.attempt
-    wait = min(context.settings.label_retry * 2**attempt, MAX_LABEL_RETRY)
-    retry_at = _serving_since(live) + wait
     report.relabel_at = retry_at
     if context.now < retry_at:
         report.status += f"; retry {clock_time(retry_at)}"
@@ -1154,6 +1219,16 @@ def _plan_label_retry(
     return create_action(
         entry, live.scaleset.entity_kind, live.scaleset.entity_id, attempt + 1, context
     )
+
+
+def _label_retry_at(
+    spec: ScalesetSpec, live: Member, context: _Context
+) -> datetime.datetime | None:
+    """When the next attempt is due, if GitHub dropped labels of the live set; else None."""
+    if not live.scaleset.missing_labels(spec.labels):
+        return None
+    wait = min(context.settings.label_retry * 2**live.attempt, MAX_LABEL_RETRY)
+    return _serving_since(live) + wait
 
 
 def _plan_github_recreate(
