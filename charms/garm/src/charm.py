@@ -287,9 +287,7 @@ class GarmCharm(ops.CharmBase):
         since = utc_now()
         try:
             until = since + self._state().config.teardown_timeout
-            self.unit.status = ops.MaintenanceStatus(
-                f"removing: tearing down the charm's scale sets until {until:%H:%M} UTC at most"
-            )
+            self.unit.status = charm_status.removing(until)
             report = self._tear_down(since)
         except (InvalidConfigError, GarmError, WorkloadError) as error:
             logger.error(
@@ -469,7 +467,7 @@ class GarmCharm(ops.CharmBase):
             event.fail(f"{error}; run the action again")
             return
         self._reconcile(event)
-        status = self._status or ops.UnknownStatus()
+        status = self._status or charm_status.unknown()
         rotated = "jwt-secret,admin-password" if password else "jwt-secret"
         event.set_results({"rotated": rotated, "status": f"{status.name}: {status.message}"})
         if not isinstance(status, ops.ActiveStatus):
@@ -504,7 +502,7 @@ class GarmCharm(ops.CharmBase):
             return
         held = self._peers.resume(utc_now())
         self._reconcile(event)
-        status = self._status or ops.UnknownStatus()
+        status = self._status or charm_status.unknown()
         event.set_results(
             {
                 "status": f"{status.name}: {status.message}",
@@ -569,7 +567,7 @@ class GarmCharm(ops.CharmBase):
         if held is None:
             self._peers.clear_pause()
         self._reconcile(event)
-        status = self._status or ops.UnknownStatus()
+        status = self._status or charm_status.unknown()
         event.set_results(
             {"restored": name, "status": f"{status.name}: {status.message}", **doomed}
         )

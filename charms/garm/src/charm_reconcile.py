@@ -68,7 +68,7 @@ from scaleset_reconciler import ReconcileReport, ReconcileSettings, dropped_and_
 from scaleset_reconciler.drain_clock import Hold
 from workload.backup import BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
-from workload.host import VersionRefused, WorkloadError
+from workload.host import WorkloadError
 from workload.machine import Workload
 from workload.migration import Recovered
 from workload.migration_record import MigrationRecord, Recovery
@@ -195,7 +195,7 @@ class GarmReconciler:
 
     def _install(self, proxy: ProxyConfig) -> ops.StatusBase | None:
         if not self._workload.is_installed():
-            self._charm.unit.status = ops.MaintenanceStatus("installing GARM")
+            self._charm.unit.status = charm_status.installing()
         try:
             self._workload.install(
                 self._resource(GARM_RESOURCE),
@@ -203,8 +203,6 @@ class GarmReconciler:
                 proxy,
                 refusal=self._version_refusal,
             )
-        except VersionRefused as error:
-            return ops.BlockedStatus(str(error))
         except WorkloadError as error:
             return charm_status.install_failed(error)
         return None

@@ -23,6 +23,7 @@ from typing import Final, Protocol
 from garm_api import GarmApiError, Instance, ScaleSet, ScaleSetUpdate
 from scaleset_reconciler.marker import Marker, parse_marker
 from scaleset_reconciler.runners import is_busy, is_idle
+from status_text import clock_time
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ class TeardownReport:
         if self.done:
             return "torn down: no scale set of the charm is left; remove garm, or run resume"
         busy = sum(1 for leftover in self.leftovers if leftover.busy)
-        until = deadline.astimezone(datetime.UTC).strftime("%H:%M UTC")
+        until = clock_time(deadline)
         return (
             f"tearing down: {len(self.remaining)} scale sets, {len(self.leftovers)} runners "
             f"({busy} busy) left, waiting until {until}; run teardown to see them"

@@ -47,9 +47,6 @@ from scaleset_reconciler.report import (
     PredecessorReport,
     ReconcileReport,
     SpecReport,
-    clock_time,
-    cut,
-    short_name,
 )
 from scaleset_reconciler.runners import REMOVABLE, idle_capacity, is_busy, is_online
 from scaleset_reconciler.spec import ScalesetSpec
@@ -62,6 +59,7 @@ from scaleset_reconciler.surge import (
     refresh_key,
     retry_key,
 )
+from status_text import clock_time, cut, short_name
 
 DEFAULT_RUNNER_GROUP = "Default"
 MAX_LABEL_RETRY = datetime.timedelta(hours=4)
