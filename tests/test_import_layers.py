@@ -59,6 +59,22 @@ def test_an_ops_import_in_the_planner_fails_lint(charm_copy: pathlib.Path):
     assert "scaleset_reconciler.plan -> ops" in done.stdout
 
 
+def test_a_reconcile_import_in_reconcile_github_fails_lint(charm_copy: pathlib.Path):
+    """Arrange: the copy with `import reconcile.garm_objects` planted in reconcile/github/view.py.
+
+    Act: run lint-imports on it.
+    Assert: it fails and names the contract that keeps reconcile.github apart.
+    """
+    view = charm_copy / "src" / "reconcile" / "github" / "view.py"
+    view.write_text(view.read_text() + "\nimport reconcile.garm_objects\n")
+
+    done = _lint_imports(charm_copy)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "reconcile.github asks GitHub for the rest of reconcile" in done.stdout
+    assert "reconcile.github.view -> reconcile.garm_objects" in done.stdout
+
+
 def test_the_contracts_name_every_module_of_src():
     """Arrange: the contracts file and the modules in the charm's src/.
 

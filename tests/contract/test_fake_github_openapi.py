@@ -1,8 +1,8 @@
 """The charm's own GitHub calls, and the fake GitHub's answers to them, against GitHub's API.
 
 The charm asks GitHub itself (not through GARM) which runners and scale sets GitHub still has
-(`reconcile.runner_checks`, `reconcile.github_scalesets`, over `reconcile.github_http`). Here
-the charm's real code asks the fake GitHub about a repository, an organization and an
+(`reconcile.github.runner_checks`, `reconcile.github.scalesets`, over `reconcile.github.http`).
+Here the charm's real code asks the fake GitHub about a repository, an organization and an
 enterprise; every REST request it sent must be an operation GitHub's published OpenAPI
 description documents (path, method, path and query parameters), and every answer the fake
 gave must validate against that operation's response schema, closed (`fake_github.openapi`),
@@ -26,10 +26,10 @@ from fake_github import FakeGitHub, FakeGitHubConfig, openapi, server
 from fake_github.openapi import Description, Recorded
 from garm_api.models import EntityKind, GithubEndpoint
 from must_run import cannot_run
+from reconcile.github.offline_runners import IdleRunner, OfflineCheck
+from reconcile.github.runner_checks import RunnerCheck
+from reconcile.github.scalesets import ScaleSetCheck
 from reconcile.github_objects import GithubApp
-from reconcile.github_scalesets import ScaleSetCheck
-from reconcile.offline_runners import IdleRunner, OfflineCheck
-from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler import GithubScaleSetRef
 from scaleset_reconciler.plan import BusyRunner, entity_key
 from workload.config import ProxyConfig

@@ -37,8 +37,8 @@ from reconcile.bootstrap import read_secrets
 from reconcile.charm_metrics import MetricsState, after_pass, render
 from reconcile.credential_rotation import RotationError, rotate_admin_password, rotate_jwt_secret
 from reconcile.garm_objects import list_scalesets
-from reconcile.github_http import Quotas
-from reconcile.github_view import from_json as views_from_json
+from reconcile.github.http import Quotas
+from reconcile.github.view import from_json as views_from_json
 from reconcile.maintenance import OPERATOR, RESTORE, Maintenance, cleared, paused_tick, resumed
 from reconcile.restore_check import RestoreCheck
 from reconcile.teardown import TEARDOWN_SINCE_KEY, TeardownReport, teardown_since

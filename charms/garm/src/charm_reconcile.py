@@ -47,17 +47,16 @@ from reconcile.charm_metrics import CompletedPass
 from reconcile.credential_rotation import settle_admin_password
 from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import ObjectsOutcome, reconcile_objects
-from reconcile.github_dropped_verdict import sightings_from_json, sightings_to_json
-from reconcile.github_http import Quotas
-from reconcile.github_scalesets import CHECK_EVERY, RESTART_EVERY, is_due
-from reconcile.github_view import from_json as views_from_json
-from reconcile.github_view import to_json as views_to_json
+from reconcile.github.dropped_verdict import sightings_from_json, sightings_to_json
+from reconcile.github.http import Quotas
+from reconcile.github.offline_runners import CHECK_EVERY as OFFLINE_CHECK_EVERY
+from reconcile.github.scalesets import CHECK_EVERY, RESTART_EVERY, is_due
+from reconcile.github.view import from_json as views_from_json
+from reconcile.github.view import to_json as views_to_json
 from reconcile.metrics_token import token_is_current
-from reconcile.offline_runners import CHECK_EVERY as OFFLINE_CHECK_EVERY
 from reconcile.provider_retention import retained_providers, retention_message
 from reconcile.restore_check import RestoreCheck, check_restore, unknown_check
 from reconcile.teardown import TeardownReport, teardown, teardown_pass
-from reconcile.upgrade import Step, progress_message, upgrade_step
 from relations import cos_agent, debug_ssh
 from relations.certificates import LOCAL_URL_HOST, Certificates
 from relations.configurators import read_configurators
@@ -80,6 +79,7 @@ from workload.machine import Workload
 from workload.migration import Recovered
 from workload.migration_record import MigrationRecord, Recovery
 from workload.releases import GARM_RESOURCE, PROVIDER_RESOURCE
+from workload.upgrade import Step, upgrade_step
 from workload.version import garm_built_after_v0_2_1
 
 logger = logging.getLogger(__name__)
@@ -225,7 +225,7 @@ class GarmReconciler:
     def _version_refusal(self, version: str) -> str | None:
         """Why a new GARM binary must not replace the installed one (a downgrade), or None."""
         decision = upgrade_step(self._workload.recorded_version(), version)
-        return decision.message if decision.step is Step.REFUSED else None
+        return charm_status.upgrade_refusal(decision) if decision.step is Step.REFUSED else None
 
     def _resource(self, name: str) -> Path | None:
         try:
@@ -304,10 +304,10 @@ class GarmReconciler:
         last_ran = self._workload.recorded_version()
         decision = upgrade_step(last_ran, version)
         if decision.step is Step.REFUSED:
-            return ops.BlockedStatus(decision.message)
+            return charm_status.upgrade_refused(decision)
         if decision.step is Step.SAME:
             return None
-        self._charm.unit.status = ops.MaintenanceStatus(progress_message(last_ran, version))
+        self._charm.unit.status = charm_status.upgrading(decision)
         if not sqlite:
             logger.warning("upgrading GARM on PostgreSQL: back it up with the database's charm")
             return None
@@ -315,7 +315,7 @@ class GarmReconciler:
         try:
             backup = self._pre_upgrade_backup(decision.backup_name, last_ran)
         except WorkloadError as error:
-            return ops.BlockedStatus(f"no backup before the upgrade, so none made: {error}")
+            return charm_status.pre_upgrade_backup_failed(error)
         logger.info("upgrading GARM %s -> %s, backup %s", last_ran, version, backup.name)
         self._workload.prune_backups(keep, just_made=backup.name)
         return self._migrate(backup, last_ran, version)

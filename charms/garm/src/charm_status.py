@@ -26,6 +26,7 @@ from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
 from workload.host import HostWriteError, ResourceError, WorkloadError
 from workload.migration import Recovered
 from workload.migration_record import Recovery
+from workload.upgrade import V021, Refusal, UpgradeStep
 from workload.version import garm_version_supports_postgresql
 
 logger = logging.getLogger(__name__)
@@ -153,6 +154,41 @@ def bootstrap_failed(error: BootstrapFailure) -> ops.StatusBase:
     return ops.BlockedStatus(
         f"GARM refused its bootstrap ({error.operation}, HTTP {error.status}): see juju debug-log"
     )
+
+
+def upgrade_refusal(decision: UpgradeStep) -> str:
+    """Why the installed GARM must not run on the database (a REFUSED step, ADR 0025).
+
+    The install refuses a new binary with this text before it is swapped in;
+    `upgrade_refused` blocks with it on a binary that was installed before.
+    """
+    last_ran, installed = decision.last_ran, decision.installed
+    if decision.refusal is Refusal.SKIPS_V021:
+        return (
+            f"GARM {installed} cannot migrate a {last_ran} database: attach "
+            f"garm-binary {V021} first, then {installed}"
+        )
+    return (
+        f"downgrade refused: GARM {installed} is older than {last_ran}, which ran last; "
+        "attach that garm-binary again"
+    )
+
+
+def upgrade_refused(decision: UpgradeStep) -> ops.StatusBase:
+    """The installed GARM is older than the one that last ran, or skips v0.2.1: nothing runs."""
+    return ops.BlockedStatus(upgrade_refusal(decision))
+
+
+def upgrading(decision: UpgradeStep) -> ops.StatusBase:
+    """Shown while the charm backs the database up and starts the new GARM (an UPGRADE step)."""
+    return ops.MaintenanceStatus(
+        f"upgrading GARM {decision.last_ran} -> {decision.installed}: backing up, then restarting"
+    )
+
+
+def pre_upgrade_backup_failed(error: WorkloadError) -> ops.StatusBase:
+    """The backup before an upgrade failed: the new GARM does not start on an unsaved database."""
+    return ops.BlockedStatus(f"no backup before the upgrade, so none made: {error}")
 
 
 def migration_not_restored(error: WorkloadError) -> ops.StatusBase:

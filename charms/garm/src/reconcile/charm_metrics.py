@@ -24,8 +24,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar, cast
 
-from reconcile.github_view import GithubView
-from reconcile.offline_runners import OfflineReport
+from reconcile.github.offline_runners import OfflineReport
+from reconcile.github.view import GithubView
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec
 
@@ -127,7 +127,7 @@ class ScalesetFacts:
         offline: idle runners GitHub showed offline at the last check (ADR 0040).
         offline_removed: idle runners removed for being offline, cumulative across passes.
         github: GitHub's view beside GARM's at the last check GitHub answered (ADR 0041):
-            `github_view.GithubView` fields as ints (times as Unix seconds, 0 for none);
+            `github.view.GithubView` fields as ints (times as Unix seconds, 0 for none);
             empty before GitHub answered.
     """
 
@@ -236,7 +236,7 @@ def _facts_from(kind: type[_Facts], entry: Mapping[str, Any]) -> _Facts:
 class CompletedPass:
     """A scale-set pass that ran to its end: its report, the specs it had, when it ran.
 
-    `github_api` holds the App installations' quotas after it (`github_http.Quotas.rows`);
+    `github_api` holds the App installations' quotas after it (`github.http.Quotas.rows`);
     `offline` what its offline-runner check did (None: the pass did not check).
     """
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import charm_status
 from reconcile.maintenance import Maintenance, cleared
-from reconcile.upgrade import Step, upgrade_step
 from workload.backup import (
     BackupError,
     BackupManifest,
@@ -32,6 +32,7 @@ from workload.backup import (
 from workload.host import COMMAND_TIMEOUT_SECONDS, CommandResult, Paths
 from workload.machine import Workload
 from workload.migration import MigrationError, migrate_on_copy
+from workload.upgrade import Step, upgrade_step
 from workload.version import version_order
 
 NOW = datetime.datetime(2026, 12, 1, 16, 0, tzinfo=datetime.UTC)
@@ -294,24 +295,30 @@ def test_versions_order_as_garm_releases_and_builds_do():
     ],
 )
 def test_upgrade_steps(last_ran: str, installed: str, step: Step):
-    """Arrange: the version that last ran and the installed one. Act: upgrade_step.
+    """Arrange: the version that last ran and the installed one. Act: upgrade_step, worded.
 
     Assert: same, upgrade (with a backup name), or refused (a downgrade, or skipping v0.2.1).
     """
     decision = upgrade_step(last_ran, installed)
+    message = charm_status.upgrade_refusal(decision)
 
     assert decision.step is step
     if step is Step.UPGRADE:
         assert decision.backup_name.startswith("pre-upgrade-")
     if step is Step.REFUSED:
-        assert installed in decision.message
-        assert last_ran in decision.message
-        assert len(decision.message) <= 120
+        assert installed in message
+        assert last_ran in message
+        assert len(message) <= 120
 
 
 def test_skipping_v021_names_it():
-    """Arrange: a v0.1.6 database, a newer binary. Act: upgrade_step. Assert: says v0.2.1 first."""
-    assert "garm-binary v0.2.1 first" in upgrade_step("v0.1.6", NEWER).message
+    """Arrange: a v0.1.6 database, a newer binary. Act: upgrade_step, worded.
+
+    Assert: says v0.2.1 first.
+    """
+    decision = upgrade_step("v0.1.6", NEWER)
+
+    assert "garm-binary v0.2.1 first" in charm_status.upgrade_refusal(decision)
 
 
 def test_a_pause_survives_a_round_trip_and_an_unreadable_time():

@@ -22,7 +22,7 @@ import charm_reconcile
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.garm_objects import ObjectsOutcome
-from reconcile.github_http import QuotaReserved, Quotas
+from reconcile.github.http import QuotaReserved, Quotas
 from scaleset_reconciler import ReconcileReport
 
 RESET = int(time.time()) + 1800

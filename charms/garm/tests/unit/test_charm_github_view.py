@@ -21,7 +21,7 @@ import charm_reconcile
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.garm_objects import ObjectsOutcome
-from reconcile.github_view import GithubView
+from reconcile.github.view import GithubView
 from scaleset_reconciler import ReconcileReport
 
 NOON = datetime.datetime(2026, 12, 2, 12, 0, tzinfo=datetime.UTC)

@@ -21,8 +21,8 @@ from reconcile.charm_metrics import (
     escape_label_value,
     render,
 )
-from reconcile.github_view import GithubView
-from reconcile.offline_runners import IdleRunner, OfflineReport
+from reconcile.github.offline_runners import IdleRunner, OfflineReport
+from reconcile.github.view import GithubView
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.report import Phase, ReconcileReport, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec
@@ -79,7 +79,7 @@ def offline_check(removed: int, shown: int) -> OfflineReport:
     return OfflineReport(True, (runner,) * removed, {("small-app", "small"): shown}, {})
 
 
-# One installation's quota after a pass, as `github_http.Quotas.rows` gives it.
+# One installation's quota after a pass, as `github.http.Quotas.rows` gives it.
 QUOTA = {
     "installation": 7,
     "limit": 5000,

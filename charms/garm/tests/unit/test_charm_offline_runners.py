@@ -20,7 +20,7 @@ import charm_reconcile
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.garm_objects import ObjectsOutcome
-from reconcile.offline_runners import OfflineReport
+from reconcile.github.offline_runners import OfflineReport
 from scaleset_reconciler import ReconcileReport
 
 NOON = datetime.datetime(2026, 12, 2, 12, 0, tzinfo=datetime.UTC)

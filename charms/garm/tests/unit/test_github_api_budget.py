@@ -17,10 +17,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from fake_github import FakeGitHub, FakeGitHubConfig
 from garm_api.models import EntityKind, GithubEndpoint
-from reconcile.github_http import RESERVE_FRACTION, Quotas, RateLimit
+from reconcile.github.http import RESERVE_FRACTION, Quotas, RateLimit
+from reconcile.github.runner_checks import RunnerCheck
+from reconcile.github.scalesets import ScaleSetCheck
 from reconcile.github_objects import GithubApp
-from reconcile.github_scalesets import ScaleSetCheck
-from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler import GithubScaleSetRef
 from scaleset_reconciler.plan import BusyRunner, entity_key
 from workload.config import ProxyConfig

@@ -1,4 +1,4 @@
-"""The GitHub check (reconcile.runner_checks) against the fake GitHub over real HTTP(S).
+"""The GitHub check (reconcile.github.runner_checks) against the fake GitHub over real HTTP(S).
 
 The evidence rule (ADR 0015): a runner is named as finished, and so removed by the charm, only
 when GitHub answered 200 for the entity's runner list and then 404 for the runner. Every other
@@ -22,9 +22,9 @@ from fake_github import FakeGitHub, FakeGitHubConfig, Fault
 from fake_github.proxy_sink import ProxySink
 from fake_github.tunnel_proxy import TunnelProxy
 from garm_api.models import EntityKind, GithubEndpoint
-from reconcile import github_http
+from reconcile.github import http as github_http
+from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler.plan import BusyRunner, entity_key
 from workload.config import ProxyConfig
 

@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from scaleset_fixtures import SETTINGS, converge, make_spec
 
 from doubles.memory_garm import MemoryGarm
-from reconcile.github_dropped_verdict import (
+from reconcile.github.dropped_verdict import (
     ConfirmedCheck,
     Sightings,
     confirm,
     sightings_from_json,
     sightings_to_json,
 )
-from reconcile.github_scalesets import CHECK_EVERY
+from reconcile.github.scalesets import CHECK_EVERY
 from scaleset_reconciler import GithubScaleSetRef, ReconcileReport, reconcile
 from scaleset_reconciler.naming import live_name
 

@@ -1,4 +1,4 @@
-"""reconcile.github_scalesets against the fake GitHub over real HTTP (ADR 0029).
+"""reconcile.github.scalesets against the fake GitHub over real HTTP (ADR 0029).
 
 The evidence rule: a scale set is named missing only when GitHub's Actions service answered
 the lookup GARM's worker makes (by name, in its runner group) with no scale set of that name.
@@ -19,8 +19,8 @@ from fake_github import FakeGitHub, FakeGitHubConfig, Fault
 from fake_github.server import PIPELINE
 from garm_api import GarmBadRequest
 from garm_api.models import EntityKind, GithubEndpoint
+from reconcile.github.scalesets import MAX_RUNNER_GROUP_PAGES, ScaleSetCheck, is_due
 from reconcile.github_objects import GithubApp
-from reconcile.github_scalesets import MAX_RUNNER_GROUP_PAGES, ScaleSetCheck, is_due
 from scaleset_reconciler import GithubScaleSetRef
 from scaleset_reconciler.plan import entity_key
 from workload.config import ProxyConfig

@@ -18,9 +18,9 @@ from scaleset_fixtures import converge, make_spec
 from doubles.memory_garm import MemoryGarm
 from fake_github import FakeGitHub, FakeGitHubConfig
 from garm_api.models import EntityKind, GithubEndpoint
+from reconcile.github.scalesets import ScaleSetCheck
+from reconcile.github.view import ScaleSetStats, combine, from_json, to_json
 from reconcile.github_objects import GithubApp
-from reconcile.github_scalesets import ScaleSetCheck
-from reconcile.github_view import ScaleSetStats, combine, from_json, to_json
 from scaleset_reconciler import GithubScaleSetRef
 from scaleset_reconciler.plan import entity_key
 from workload.config import ProxyConfig

@@ -22,8 +22,7 @@ from scaleset_fixtures import converge, make_spec
 from doubles.memory_garm import MemoryGarm
 from fake_github import FakeGitHub, FakeGitHubConfig, Fault
 from garm_api.models import EntityKind, GithubEndpoint
-from reconcile.github_objects import GithubApp
-from reconcile.offline_runners import (
+from reconcile.github.offline_runners import (
     MAX_REMOVALS,
     OFFLINE_AFTER,
     IdleRunner,
@@ -33,6 +32,7 @@ from reconcile.offline_runners import (
     plan_offline,
     reap_offline,
 )
+from reconcile.github_objects import GithubApp
 from scaleset_reconciler.plan import entity_key
 from workload.config import ProxyConfig
 

@@ -1,4 +1,4 @@
-"""reconcile.runner_checks against the fake GitHub on loopback (tests/fake_github)."""
+"""reconcile.github.runner_checks against the fake GitHub on loopback (tests/fake_github)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from fake_github import FakeGitHub, FakeGitHubConfig
 from garm_api import GarmBadRequest, GarmUnreachable
 from garm_api.models import EntityKind, GithubEndpoint
-from reconcile.github_http import app_jwt
+from reconcile.github.http import app_jwt
+from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler.plan import BusyRunner, entity_key
 from workload.config import ProxyConfig
 

@@ -20,8 +20,9 @@ from test_scaleset_finished_jobs import drain, drain_with_jobs, endpoint, remova
 from doubles.memory_garm import MemoryGarm
 from fake_github import FakeGitHub, FakeGitHubConfig
 from garm_api.models import EntityKind
+from reconcile.github.check import BUDGET_SECONDS
+from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import BUDGET_SECONDS, RunnerCheck
 from scaleset_reconciler import Phase
 from scaleset_reconciler.plan import BusyRunner, entity_key
 from workload.config import ProxyConfig

@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from test_scaleset_finished_jobs import endpoint
 
 from garm_api.models import EntityKind
-from reconcile.github_http import Findings, GithubUnavailable, app_jwt
+from reconcile.github.http import Findings, GithubUnavailable, app_jwt
+from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler.plan import BusyRunner, entity_key
 from workload.config import ProxyConfig
 

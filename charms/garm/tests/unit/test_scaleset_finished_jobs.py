@@ -12,8 +12,8 @@ from scaleset_fixtures import SETTINGS, converge, make_spec, run
 from doubles.memory_garm import MemoryGarm
 from fake_github import FakeGitHub
 from garm_api.models import EntityKind, GithubEndpoint
+from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import RunnerCheck
 from scaleset_reconciler import (
     SETTLE_LIMIT,
     FinishedAtGithub,

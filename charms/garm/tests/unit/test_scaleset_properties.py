@@ -51,8 +51,8 @@ from scaleset_fixtures import SETTINGS, make_spec
 from doubles.memory_garm import CONSOLIDATION_SECONDS, REPO_ID, WRITE_OPERATIONS, Call, MemoryGarm
 from garm_api import GarmApiError, GarmUnreachable
 from garm_api.models import EntityKind, normalise_labels
-from reconcile.github_dropped_verdict import ConfirmedCheck, Sightings
-from reconcile.github_scalesets import CHECK_EVERY
+from reconcile.github.dropped_verdict import ConfirmedCheck, Sightings
+from reconcile.github.scalesets import CHECK_EVERY
 from scaleset_reconciler import (
     FinishedAtGithub,
     GithubScaleSetRef,

@@ -3,7 +3,8 @@
 GARM migrates its database forward when it starts and never back: a downgrade would run a GARM
 on tables it does not know. Builds after v0.2.1 dropped the old ad-hoc migrations, so a database
 from before v0.2.1 must be migrated by v0.2.1 first (docs/reference/garm-behaviour.md). Pure:
-the charm records the version that last ran and takes the backup.
+the charm records the version that last ran and takes the backup. The outcome names the step
+and, for a refusal, its reason; `charm_status` words it (`upgrade_refusal`, `upgrading`).
 """
 
 from __future__ import annotations
@@ -28,13 +29,30 @@ class Step(enum.Enum):
     REFUSED = "refused"
 
 
+class Refusal(enum.Enum):
+    """Why a binary must not run on the database (REFUSED)."""
+
+    DOWNGRADE = "downgrade"
+    SKIPS_V021 = "skips-v0.2.1"
+
+
 @dataclasses.dataclass(frozen=True)
 class UpgradeStep:
-    """The step, the backup to take first (UPGRADE), and why (REFUSED)."""
+    """The step, the backup to take first (UPGRADE), and why (REFUSED).
+
+    Attributes:
+        step: same, upgrade or refused.
+        last_ran: the version that last ran on the database ("" when none is recorded).
+        installed: the version of the binary now installed.
+        backup_name: the backup to take before an UPGRADE, "" otherwise.
+        refusal: why it is REFUSED, None otherwise.
+    """
 
     step: Step
+    last_ran: str = ""
+    installed: str = ""
     backup_name: str = ""
-    message: str = ""
+    refusal: Refusal | None = None
 
 
 def upgrade_step(last_ran: str, installed: str) -> UpgradeStep:
@@ -46,31 +64,21 @@ def upgrade_step(last_ran: str, installed: str) -> UpgradeStep:
         installed: the version of the binary now installed.
     """
     if not last_ran or not installed or last_ran == installed:
-        return UpgradeStep(Step.SAME)
+        return UpgradeStep(Step.SAME, last_ran, installed)
     before, after = version_order(last_ran), version_order(installed)
     if before is not None and after is not None:
         if after < before:
-            return UpgradeStep(
-                Step.REFUSED,
-                message=f"downgrade refused: GARM {installed} is older than {last_ran}, which "
-                "ran last; attach that garm-binary again",
-            )
+            return UpgradeStep(Step.REFUSED, last_ran, installed, refusal=Refusal.DOWNGRADE)
         if before[:3] < LAST_RELEASE_WITHOUT_POSTGRESQL and after > _V021_ORDER:
-            return UpgradeStep(
-                Step.REFUSED,
-                message=f"GARM {installed} cannot migrate a {last_ran} database: attach "
-                f"garm-binary {V021} first, then {installed}",
-            )
+            return UpgradeStep(Step.REFUSED, last_ran, installed, refusal=Refusal.SKIPS_V021)
         if after == before:
-            return UpgradeStep(Step.SAME)
+            return UpgradeStep(Step.SAME, last_ran, installed)
     return UpgradeStep(
-        Step.UPGRADE, backup_name=f"pre-upgrade-{_slug(last_ran)}-{_slug(installed)}"
+        Step.UPGRADE,
+        last_ran,
+        installed,
+        backup_name=f"pre-upgrade-{_slug(last_ran)}-{_slug(installed)}",
     )
-
-
-def progress_message(last_ran: str, installed: str) -> str:
-    """The status while the charm backs up and starts the new GARM."""
-    return f"upgrading GARM {last_ran} -> {installed}: backing up, then restarting"
 
 
 def _slug(version: str) -> str:

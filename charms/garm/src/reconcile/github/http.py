@@ -1,12 +1,13 @@
 """How the charm asks GitHub itself: as an entity's App installation, within one time budget.
 
-Two checks ask GitHub directly, never through GARM: which busy runners of retired scale sets
-GitHub no longer lists (`runner_checks`, ADR 0015), and which scale sets GitHub no longer has
-(`github_scalesets`, ADR 0029). Both go to the API base URL of GARM's `github.com` endpoint (so a
+Three checks ask GitHub directly, never through GARM (`check.GithubCheck`): which busy runners
+of retired scale sets GitHub no longer lists (`runner_checks`, ADR 0015), which scale sets GitHub
+no longer has (`scalesets`, ADR 0029), and which idle runners it shows offline
+(`offline_runners`, ADR 0040). All go to the API base URL of GARM's `github.com` endpoint (so a
 GitHub Enterprise Server endpoint is asked where GARM asks it), trust the endpoint's CA bundle,
 go through the model's proxy, use short timeouts and share one time budget per pass: a read
 timeout bounds one read only, so an answer dripping a byte at a time would hold the hook for
-minutes. Every doubt is a `GithubUnavailable`, and both checks act only on positive evidence.
+minutes. Every doubt is a `GithubUnavailable`, and the checks act only on positive evidence.
 `cryptography` and `requests` are imported only when there is something to ask.
 
 The calls spend the App installation's REST quota, which GARM needs for scaling and deletions

@@ -26,30 +26,22 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, ClassVar, Protocol, cast
 from urllib.parse import urlencode
 
 from garm_api import GarmApiError, Instance, ScaleSet
-from garm_api.models import EntityKind, GithubEndpoint
-from reconcile.github_http import (
+from garm_api.models import EntityKind
+from reconcile.github.check import EntityKey, GithubCheck, Installation
+from reconcile.github.http import (
     Findings,
     GithubUnavailable,
-    Http,
-    QuotaReserved,
-    Quotas,
-    ask_within,
     entity_path,
     json_object,
-    session,
 )
-from reconcile.github_objects import GithubApp
-from reconcile.runner_checks import BUDGET_SECONDS, GITHUB_ENDPOINT
 from scaleset_reconciler.marker import parse_marker
 from scaleset_reconciler.plan import entity_key
 from scaleset_reconciler.runners import is_idle
-from workload.config import ProxyConfig
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +58,6 @@ MAX_REMOVALS = 3
 RUNNERS_PER_PAGE = 100
 # Runner lists longer than this many pages are read this far (what was seen still counts).
 MAX_PAGES = 10
-
-EntityKey = tuple[EntityKind, str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -271,24 +261,17 @@ def reap_offline(
 
 
 @dataclasses.dataclass(frozen=True)
-class OfflineCheck:
+class OfflineCheck(GithubCheck[IdleRunner, tuple[str, object]]):
     """Asks GitHub which idle runners it lists offline; called as `ask` by `reap_offline`.
 
-    Attributes:
-        endpoint: returns GARM's `github.com` endpoint (None: none); called only when asked.
-        apps: the GitHub App of each entity, keyed by `scaleset_reconciler.plan.entity_key`.
-        proxy: the model's proxy.
-        clock: seconds since the epoch, for the App's JWT.
-        budget_seconds: how long the whole check may wait on GitHub.
-        quotas: the installations' REST quotas (ADR 0039).
+    Its attributes are `check.GithubCheck`'s; what GitHub confirms is ("offline", name) and
+    ("answered", entity key), in time.
     """
 
-    endpoint: Callable[[], GithubEndpoint | None]
-    apps: Mapping[EntityKey, GithubApp]
-    proxy: ProxyConfig
-    clock: Callable[[], float] = time.time
-    budget_seconds: float = BUDGET_SECONDS
-    quotas: Quotas = dataclasses.field(default_factory=Quotas)
+    LABEL: ClassVar[str] = "offline runners"
+    THREAD: ClassVar[str] = "github-offline-check"
+    LATE: ClassVar[str] = "the entities not yet answered are asked at the next check"
+    ASKED_ABOUT: ClassVar[str] = "offline runners"
 
     def __call__(self, runners: Sequence[IdleRunner]) -> Sighting:
         """What GitHub answered; never raises for GitHub.
@@ -296,67 +279,26 @@ class OfflineCheck:
         Raises:
             GarmUnreachable: GARM did not answer when asked for its endpoint.
         """
-        try:
-            endpoint = self.endpoint()
-        except GarmApiError as error:
-            logger.warning("offline runners: GARM refused its endpoints: %s", error)
-            return Sighting()
-        if endpoint is None or not endpoint.api_base_url:
-            logger.warning("offline runners: GARM has no %s endpoint to ask", GITHUB_ENDPOINT)
-            return Sighting()
-        by_entity: dict[EntityKey, list[IdleRunner]] = {}
-        for runner in runners:
-            by_entity.setdefault(runner.entity, []).append(runner)
-        # ("offline", name) and ("answered", entity key): what GitHub confirmed in time.
-        found = Findings[tuple[str, object]](
-            time.monotonic() + self.budget_seconds,
-            "offline runners: GitHub did not answer within the pass's time budget; the "
-            "entities not yet answered are asked at the next check",
-        )
-        try:
-            ask_within(
-                found,
-                self.budget_seconds,
-                lambda: self._ask_each_entity(endpoint, by_entity, found),
-                "github-offline-check",
-            )
-        finally:
-            confirmed = found.finish()
+        confirmed = self._confirmed(runners)
         return Sighting(
             frozenset(cast(str, item) for kind, item in confirmed if kind == "offline"),
             frozenset(cast(EntityKey, item) for kind, item in confirmed if kind == "answered"),
         )
 
-    def _ask_each_entity(
+    def _ask_entity(
         self,
-        endpoint: GithubEndpoint,
-        by_entity: Mapping[EntityKey, Sequence[IdleRunner]],
+        installation: Installation,
+        items: Sequence[IdleRunner],
         found: Findings[tuple[str, object]],
     ) -> None:
-        with session(endpoint, self.proxy, found, self.quotas) as http:
-            for key, runners in by_entity.items():
-                app = self.apps.get(key)
-                if app is None:
-                    logger.info("offline runners: no GitHub App for %s; not asked", key[1])
-                    continue
-                try:
-                    offline = self._offline(http, app, runners)
-                except QuotaReserved as error:
-                    self.quotas.skip(app.installation_id, f"offline runners of {key[1]}")
-                    logger.warning("offline runners of %s: not asked: %s", key[1], error)
-                    continue
-                except GithubUnavailable as error:
-                    logger.warning("offline runners of %s: not asked: %s", key[1], error)
-                    continue
-                for name in offline:
-                    found.add(("offline", name))
-                found.add(("answered", key))
+        """Add the runners the entity's list shows offline, then the entity as answered."""
+        for name in self._offline(installation, items):
+            found.add(("offline", name))
+        found.add(("answered", items[0].entity))
 
-    def _offline(self, http: Http, app: GithubApp, runners: Sequence[IdleRunner]) -> set[str]:
+    def _offline(self, installation: Installation, runners: Sequence[IdleRunner]) -> set[str]:
         """The names of `runners` the entity's runner list shows offline and not busy."""
-        installation = app.installation_id
-        self.quotas.require(installation)
-        token = http.installation_token(app, self.clock())
+        http, token = installation.http, installation.token
         path = entity_path(runners[0].entity_kind, runners[0].entity_name)
         wanted = {runner.agent_id: runner.name for runner in runners}
         found: set[str] = set()
@@ -364,7 +306,11 @@ class OfflineCheck:
             query = urlencode({"per_page": RUNNERS_PER_PAGE, "page": page})
             url = f"{http.base}/{path}/actions/runners?{query}"
             answer = http.send(
-                "GET", url, f"Bearer {token}", expect=(200,), installation=installation
+                "GET",
+                url,
+                f"Bearer {token}",
+                expect=(200,),
+                installation=installation.app.installation_id,
             )
             listed = _runners(json_object(answer, "the runner list"))
             found |= {

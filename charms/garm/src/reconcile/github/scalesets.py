@@ -5,7 +5,7 @@ it, and GARM looks again only when its worker starts (garm-behaviour B33). The c
 question GARM's worker asks, the same way: the entity's registration token opens the Actions
 service (`POST /actions/runner-registration`), where the scale set is looked up by name in its
 runner group. A scale set is named missing only when GitHub answered that lookup with none of
-that name; every other answer, or none within the pass's budget, names nothing (`github_http`).
+that name; every other answer, or none within the pass's budget, names nothing (`check`).
 """
 
 from __future__ import annotations
@@ -13,31 +13,23 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, cast
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from garm_api import GarmApiError
 from garm_api.models import EntityKind, GithubEndpoint
-from reconcile.github_http import (
+from reconcile.github.check import GithubCheck, Installation
+from reconcile.github.http import (
     Findings,
     GithubUnavailable,
     Http,
-    QuotaReserved,
-    Quotas,
-    ask_within,
     entity_path,
     json_object,
-    session,
     string_field,
 )
+from reconcile.github.view import ScaleSetStats
 from reconcile.github_objects import GithubApp
-from reconcile.github_view import ScaleSetStats
-from reconcile.runner_checks import BUDGET_SECONDS, GITHUB_ENDPOINT
 from scaleset_reconciler import GithubScaleSetRef
-from scaleset_reconciler.plan import entity_key
-from workload.config import ProxyConfig
 
 logger = logging.getLogger(__name__)
 
@@ -78,31 +70,27 @@ def is_due(last: str, now: datetime.datetime, every: datetime.timedelta) -> bool
 
 
 @dataclasses.dataclass(frozen=True)
-class ScaleSetCheck:
+class ScaleSetCheck(GithubCheck[GithubScaleSetRef, int]):
     """Asks GitHub about scale sets; called as `missing_at_github` by the reconciler.
 
+    Its attributes are `check.GithubCheck`'s (a scale set not looked up within the budget is
+    not named), and:
+
     Attributes:
-        endpoint: returns GARM's `github.com` endpoint (None: none); called only when asked.
-        apps: the GitHub App of each entity, keyed by `scaleset_reconciler.plan.entity_key`.
-        proxy: the model's proxy.
-        clock: seconds since the epoch, for the App's JWT.
-        budget_seconds: how long the whole pass may wait on GitHub; a scale set not looked up
-            by then is not named.
-        quotas: the installations' REST quotas; an entity whose installation's reserve for
-            GARM cannot spare a call is not asked (ADR 0039).
         statistics: filled with GitHub's statistics of each scale set it answered for, by
             GARM's id (ADR 0041), within the budget.
     """
 
-    endpoint: Callable[[], GithubEndpoint | None]
-    apps: Mapping[tuple[EntityKind, str], GithubApp]
-    proxy: ProxyConfig
-    clock: Callable[[], float] = time.time
-    budget_seconds: float = BUDGET_SECONDS
-    quotas: Quotas = dataclasses.field(default_factory=Quotas)
     statistics: dict[int, ScaleSetStats] = dataclasses.field(
         default_factory=dict[int, ScaleSetStats]
     )
+
+    LABEL: ClassVar[str] = "GitHub scale sets"
+    THREAD: ClassVar[str] = "github-scaleset-check"
+    LATE: ClassVar[str] = "the scale sets not yet looked up are asked about at the next check"
+    ASKED_ABOUT: ClassVar[str] = "scale sets"
+    # The Actions service is registered with the entity's web URL (`_Entity.forge_url`).
+    NEEDS_BASE_URL: ClassVar[bool] = True
 
     def __call__(self, scalesets: Sequence[GithubScaleSetRef]) -> frozenset[int]:
         """Return GARM's ids of `scalesets` GitHub no longer has; never raises for GitHub.
@@ -110,31 +98,7 @@ class ScaleSetCheck:
         Raises:
             GarmUnreachable: GARM did not answer when asked for its endpoint.
         """
-        try:
-            endpoint = self.endpoint()
-        except GarmApiError as error:
-            logger.warning("GitHub scale sets: GARM refused its endpoints: %s", error)
-            return frozenset()
-        if endpoint is None or not endpoint.api_base_url or not endpoint.base_url:
-            logger.warning("GitHub scale sets: GARM has no %s endpoint to ask", GITHUB_ENDPOINT)
-            return frozenset()
-        by_entity: dict[tuple[EntityKind, str], list[GithubScaleSetRef]] = {}
-        for ref in scalesets:
-            by_entity.setdefault(entity_key(ref.entity_kind, ref.entity_name), []).append(ref)
-        found = Findings[int](
-            time.monotonic() + self.budget_seconds,
-            "GitHub scale sets: GitHub did not answer within the pass's time budget; "
-            "the scale sets not yet looked up are asked about at the next check",
-        )
-        try:
-            ask_within(
-                found,
-                self.budget_seconds,
-                lambda: self._ask_each_entity(endpoint, by_entity, found),
-                "github-scaleset-check",
-            )
-        finally:
-            missing = found.finish()
+        missing = self._confirmed(scalesets)
         for ref in scalesets:
             if ref.scaleset_id in missing:
                 logger.warning(
@@ -144,34 +108,17 @@ class ScaleSetCheck:
                 )
         return missing
 
-    def _ask_each_entity(
+    def _ask_entity(
         self,
-        endpoint: GithubEndpoint,
-        by_entity: Mapping[tuple[EntityKind, str], Sequence[GithubScaleSetRef]],
+        installation: Installation,
+        items: Sequence[GithubScaleSetRef],
         found: Findings[int],
     ) -> None:
-        with session(endpoint, self.proxy, found, self.quotas) as http:
-            for key, refs in by_entity.items():
-                app = self.apps.get(key)
-                if app is None:
-                    logger.info("GitHub scale sets: no GitHub App for %s; not asked", key[1])
-                    continue
-                try:
-                    self._ask_entity(_Entity(http, endpoint, app, refs[0]), refs, found)
-                except QuotaReserved as error:
-                    self.quotas.skip(app.installation_id, f"scale sets of {key[1]}")
-                    logger.warning("GitHub scale sets of %s: not asked: %s", key[1], error)
-                except GithubUnavailable as error:
-                    logger.warning("GitHub scale sets of %s: not asked: %s", key[1], error)
-
-    def _ask_entity(
-        self, entity: _Entity, refs: Sequence[GithubScaleSetRef], found: Findings[int]
-    ) -> None:
-        self.quotas.require(entity.app.installation_id)
-        token = entity.http.installation_token(entity.app, self.clock())
+        entity = _Entity(installation.http, installation.endpoint, installation.app, items[0])
+        token = installation.token
         actions = entity.actions_service(token)
         groups: dict[str, int | None] = {}
-        for ref in refs:
+        for ref in items:
             group = ref.runner_group.strip()
             if group not in groups:
                 groups[group] = entity.runner_group_id(group, token)

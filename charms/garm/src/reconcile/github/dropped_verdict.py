@@ -56,7 +56,7 @@ class ConfirmedCheck:
     """A `missing_at_github` check that names only confirmed scale sets.
 
     Attributes:
-        check: the check asking GitHub (`github_scalesets.ScaleSetCheck`).
+        check: the check asking GitHub (`scalesets.ScaleSetCheck`).
         sightings: as `confirm` takes them; replaced by the kept ones once asked.
         now: the time of this check.
         every: as `confirm` takes it.
