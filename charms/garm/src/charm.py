@@ -11,6 +11,7 @@ every status.
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import logging
 import os
@@ -54,6 +55,12 @@ from workload.tick import ReconcileTick, TickError, TickSchedule
 from workload.version import garm_built_after_v0_2_1
 
 logger = logging.getLogger(__name__)
+
+# A hook is one short process: what the imports above made lives until it ends, so the
+# collector is told to leave it out of every later collection instead of walking it again in
+# each full one (about half the collector's time in a tick over 1,000 scale sets; docs/
+# reference/performance.md). Garbage made from here on is collected as before.
+gc.freeze()
 
 
 class ReconcileTickEvent(ops.EventBase):
