@@ -51,8 +51,9 @@ from scaleset_reconciler import (
     status_message,
 )
 from scaleset_reconciler.marker import parse_marker
-from scaleset_reconciler.report import SpecReport, fit
+from scaleset_reconciler.report import SpecReport
 from scaleset_reconciler.runners import is_busy, is_idle
+from status_text import fit
 from workload.config import ProxyConfig
 
 logger = logging.getLogger(__name__)

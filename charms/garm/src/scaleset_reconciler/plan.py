@@ -36,9 +36,6 @@ from scaleset_reconciler.report import (
     PredecessorReport,
     ReconcileReport,
     SpecReport,
-    clock_time,
-    cut,
-    short_name,
 )
 from scaleset_reconciler.retirement import orphan_owner, plan_retirement
 from scaleset_reconciler.runners import idle_capacity, is_busy, is_online
@@ -46,6 +43,7 @@ from scaleset_reconciler.settings import ReconcileSettings
 from scaleset_reconciler.spec import ScalesetSpec
 from scaleset_reconciler.stuck import StuckStep, plan_stuck
 from scaleset_reconciler.surge import Admission, Candidate, admit, refresh_key, retry_key
+from status_text import clock_time, cut, short_name
 
 MAX_LABEL_RETRY = datetime.timedelta(hours=4)
 # How much of the dropped labels the Blocked text names (the log has them all).

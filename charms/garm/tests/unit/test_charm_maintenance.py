@@ -23,8 +23,8 @@ import charm
 from doubles.database_publication import database_relation, database_secret
 from doubles.workload_double import MACHINE_PATHS, RecordingWorkload
 from garm_sim import GarmSim
-from reconcile.fencing import Lease
-from reconcile.maintenance import PAUSED_BY_KEY, PAUSED_SINCE_KEY
+from relations.peers.keys import PAUSED_BY_KEY, PAUSED_SINCE_KEY
+from relations.peers.lease import Lease
 from workload.backup import BackupError, BackupManifest
 from workload.host import WorkloadError
 from workload.migration import MigrationError

@@ -20,8 +20,8 @@ from test_charm_tick import RECONCILE_TICK
 import charm
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
-from reconcile.fencing import RENEW_WHEN_LEFT, Lease
-from reconcile.maintenance import HOLDS_KEY, PAUSED_SINCE_KEY
+from relations.peers.keys import HOLDS_KEY, PAUSED_SINCE_KEY
+from relations.peers.lease import RENEW_WHEN_LEFT, Lease
 from workload.tick import TICK_TIMEOUT
 
 __all__ = ["app_key", "sim"]  # fixtures

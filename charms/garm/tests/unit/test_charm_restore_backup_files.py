@@ -23,8 +23,8 @@ from test_charm import bootstrap_secrets, bootstrapped
 import charm
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
-from reconcile.fencing import Lease
-from reconcile.maintenance import PAUSED_SINCE_KEY
+from relations.peers.keys import PAUSED_SINCE_KEY
+from relations.peers.lease import Lease
 from workload import backup
 from workload.backup import BackupManifest
 from workload.host import Paths

@@ -18,6 +18,7 @@ from test_bad_values import RELAY, Serving, _garm_objects  # pyright: ignore[rep
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from relations import debug_ssh
+from relations.peers.keys import DEBUG_SSH_RELAY_KEY
 
 # The bad-value table's fixtures, shared rather than copied.
 app_key = test_bad_values.app_key
@@ -97,7 +98,7 @@ def test_a_new_leader_keeps_the_last_valid_relay(
         with_relay = ctx.run(ctx.on.update_status(), with_relay)
     given = _garm_objects(sim)
     assert given != serving.garm  # the relay reached the runners' templates
-    kept = with_relay.get_relation(peers.id).local_app_data[debug_ssh.KEPT_KEY]
+    kept = with_relay.get_relation(peers.id).local_app_data[DEBUG_SSH_RELAY_KEY]
     sim.reset_log()
     hostile = dataclasses.replace(
         relay, remote_units_data={0: {**RELAY, "host": "169.254.169.254"}}
@@ -112,7 +113,7 @@ def test_a_new_leader_keeps_the_last_valid_relay(
 
     assert sim.write_count() == 0
     assert _garm_objects(sim) == given
-    assert json.loads(out.get_relation(peers.id).local_app_data[debug_ssh.KEPT_KEY]) == (
+    assert json.loads(out.get_relation(peers.id).local_app_data[DEBUG_SSH_RELAY_KEY]) == (
         json.loads(kept)
     )
     assert json.loads(kept)["host"] == "10.1.2.3"
@@ -136,4 +137,4 @@ def test_removing_the_relay_clears_what_the_leader_kept(serving: Serving, sim: G
 
     out = ctx.run(ctx.on.update_status(), without)
 
-    assert json.loads(out.get_relation(peers.id).local_app_data[debug_ssh.KEPT_KEY]) == {}
+    assert json.loads(out.get_relation(peers.id).local_app_data[DEBUG_SSH_RELAY_KEY]) == {}

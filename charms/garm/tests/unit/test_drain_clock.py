@@ -17,7 +17,8 @@ from scaleset_fixtures import SETTINGS, make_spec, run
 from test_scaleset_reconciler import NEW_LABELS, changeover_started
 
 from doubles.memory_garm import MemoryGarm
-from reconcile.maintenance import HOLDS_KEY, PAUSED_SINCE_KEY, Maintenance, holds, resumed
+from relations.peers.keys import HOLDS_KEY, PAUSED_SINCE_KEY
+from relations.peers.pause import Maintenance, holds, resumed
 from scaleset_reconciler import Phase
 from scaleset_reconciler.drain_clock import Hold, drain_deadline
 

@@ -65,9 +65,10 @@ from scaleset_reconciler import (
 )
 from scaleset_reconciler.naming import live_name
 from scaleset_reconciler.prepare import desired_create
-from scaleset_reconciler.report import REPEATED_DELETE_FAILURES, STATUS_LIMIT, short_name
+from scaleset_reconciler.report import REPEATED_DELETE_FAILURES
 from scaleset_reconciler.runners import REMOVABLE
 from scaleset_reconciler.spec import ScalesetSpec
+from status_text import STATUS_LIMIT, short_name
 
 LOGICAL = ("a", "b")
 LABEL_SETS = (("x64", "gpu"), ("arm64", "GPU"), ("gpu",), ("x64",), ("X64", "Linux"))

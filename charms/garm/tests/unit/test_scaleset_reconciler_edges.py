@@ -28,8 +28,9 @@ from scaleset_reconciler import (
 )
 from scaleset_reconciler.marker import parse_marker
 from scaleset_reconciler.naming import live_name
-from scaleset_reconciler.report import Failure, short_name
+from scaleset_reconciler.report import Failure
 from scaleset_reconciler.spec import ScalesetSpec
+from status_text import short_name
 
 NEW_LABELS = ("x64", "gpu")
 REFUSED = "HTTP 400 refused: fault injected by the test"

@@ -15,8 +15,8 @@ from scaleset_fixtures import SETTINGS, converge, make_spec, run
 from doubles.memory_garm import WRITE_OPERATIONS, MemoryGarm
 from scaleset_reconciler import Phase, ReconcileReport, ReconcileSettings, status_message
 from scaleset_reconciler.naming import live_name
-from scaleset_reconciler.report import STATUS_LIMIT
 from scaleset_reconciler.spec import ScalesetSpec
+from status_text import STATUS_LIMIT
 
 OLD = ("x64", "linux")
 NEW = ("x64", "linux", "gpu")

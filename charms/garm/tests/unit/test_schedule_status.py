@@ -8,7 +8,7 @@ import pytest
 from scaleset_fixtures import make_spec
 
 from reconcile.schedule_status import schedule_message, with_schedule
-from scaleset_reconciler.report import STATUS_LIMIT
+from status_text import STATUS_LIMIT
 
 OFFICE = "Mon-Fri 08:00-18:00 Europe/Berlin"
 LONG = "a-very-long-scale-set-name-for-the-gpu-runners-of-the-platform-team-x"

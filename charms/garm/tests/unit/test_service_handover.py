@@ -21,16 +21,14 @@ from test_charm import (
 
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
-from reconcile.fencing import TAKING_LEASE
-from relations.service_handover import (
-    HOST_KEY,
-    HOST_SINCE_KEY,
-    RUNNING_KEY,
+from relations.peers.handover import (
     TAKEOVER_DEADLINE,
     HostClaim,
     Verdict,
     decide,
 )
+from relations.peers.keys import HOST_KEY, HOST_SINCE_KEY, RUNNING_KEY
+from relations.peers.lease import TAKING_LEASE
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
 

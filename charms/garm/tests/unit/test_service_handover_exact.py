@@ -1,21 +1,21 @@
 """The hand-over's decisions and peer data, pinned where the first mutation run let changes by.
 
-Written from the survivors of a mutation run of `relations.service_handover`
-(docs/reference/testing.md).
+Written from the survivors of a mutation run of `relations.service_handover`, now
+`relations.peers.handover` (docs/reference/testing.md).
 """
 
 from __future__ import annotations
 
 import datetime
 
-from relations.service_handover import (
-    STOPPED_FOR_KEY,
+from relations.peers.handover import (
     HostClaim,
     Verdict,
     decide,
     has_stopped_for,
     stopped_for,
 )
+from relations.peers.keys import STOPPED_FOR_KEY
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)
 

@@ -20,17 +20,16 @@ from doubles.workload_double import RecordingWorkload
 from garm_api import GarmBadRequest, GarmServerError, GarmUnreachable
 from garm_sim import GarmSim
 from scaleset_reconciler.report import (
-    STATUS_LIMIT,
     Failure,
     Phase,
     PredecessorReport,
     ReconcileReport,
     SpecReport,
     blocked_message,
-    fit,
     retry_message,
     status_message,
 )
+from status_text import STATUS_LIMIT, fit
 
 # The longest name a spec may have, as far as validation goes, is not bounded: take a long one.
 LONG = "a-very-long-scale-set-name-for-the-gpu-runners-of-the-platform-team-x"

@@ -22,7 +22,7 @@ from scaleset_fixtures import converge, make_spec, run
 
 from doubles.memory_garm import MemoryGarm
 from reconcile.metrics_token import RENEW_BEFORE, token_is_current
-from relations.service_handover import TAKEOVER_DEADLINE, HostClaim, Verdict, decide
+from relations.peers.handover import TAKEOVER_DEADLINE, HostClaim, Verdict, decide
 from scaleset_reconciler import Phase
 from scaleset_reconciler.marker import parse_marker
 from scaleset_reconciler.naming import live_name
