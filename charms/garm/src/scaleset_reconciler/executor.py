@@ -39,30 +39,28 @@ from garm_api import (
     ScaleSetUpdate,
     Template,
 )
-from scaleset_reconciler.plan import (
+from scaleset_reconciler.actions import (
     Action,
-    BusyRunner,
     CreateAction,
     DeleteAction,
     ForceRemoveAction,
-    GithubScaleSetRef,
-    Needs,
-    Observed,
-    Plan,
-    Prepared,
-    ReconcileSettings,
     RefreshRemoveAction,
     StuckRemoveAction,
     UpdateAction,
+)
+from scaleset_reconciler.grouping import group
+from scaleset_reconciler.needs import (
+    BusyRunner,
+    GithubScaleSetRef,
+    Needs,
+    Observed,
     busy_on_retired,
     entity_key,
-    group,
     needs,
-    orphan_owner,
-    plan,
-    prepare,
     to_look_up_at_github,
 )
+from scaleset_reconciler.plan import Plan, plan
+from scaleset_reconciler.prepare import Prepared, prepare
 from scaleset_reconciler.report import (
     REPEATED_DELETE_FAILURES,
     Failure,
@@ -70,6 +68,8 @@ from scaleset_reconciler.report import (
     PredecessorReport,
     ReconcileReport,
 )
+from scaleset_reconciler.retirement import orphan_owner
+from scaleset_reconciler.settings import ReconcileSettings
 from scaleset_reconciler.spec import ScalesetSpec
 
 logger = logging.getLogger(__name__)

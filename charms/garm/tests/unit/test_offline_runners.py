@@ -33,7 +33,7 @@ from reconcile.github.offline_runners import (
     reap_offline,
 )
 from reconcile.github_objects import GithubApp
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 REPO = "fake-org/fake-repo"

@@ -33,7 +33,7 @@ from reconcile.github.offline_runners import (
 )
 from reconcile.github_objects import GithubReport
 from reconcile.templates import TemplateReport
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 OLD = ("x64", "linux")

@@ -16,13 +16,14 @@ from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
 from scaleset_reconciler import (
     SETTLE_LIMIT,
+    BusyRunner,
     FinishedAtGithub,
     Phase,
     ReconcileReport,
     reconcile,
 )
 from scaleset_reconciler.naming import live_name
-from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler.needs import entity_key
 from scaleset_reconciler.report import Failure
 from workload.config import ProxyConfig
 

@@ -1,4 +1,4 @@
-"""Live names within the provider's budget, and family membership (naming, plan.group)."""
+"""Live names within the provider's budget, and family membership (naming, grouping.group)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import pytest
 from scaleset_fixtures import make_spec
 
 from garm_api.models import EntityKind, ScaleSet
+from scaleset_reconciler import ReconcileSettings
+from scaleset_reconciler.grouping import group
 from scaleset_reconciler.marker import Marker, config_hash, parse_marker
 from scaleset_reconciler.naming import (
     ENTITY_ID_LENGTH,
@@ -24,7 +26,7 @@ from scaleset_reconciler.naming import (
     stem,
     stem_of,
 )
-from scaleset_reconciler.plan import ReconcileSettings, group, prepare
+from scaleset_reconciler.prepare import prepare
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 
 

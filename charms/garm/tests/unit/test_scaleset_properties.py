@@ -64,7 +64,7 @@ from scaleset_reconciler import (
     reconcile,
 )
 from scaleset_reconciler.naming import live_name
-from scaleset_reconciler.plan import desired_create
+from scaleset_reconciler.prepare import desired_create
 from scaleset_reconciler.report import REPEATED_DELETE_FAILURES
 from scaleset_reconciler.runners import REMOVABLE
 from scaleset_reconciler.spec import ScalesetSpec

@@ -21,7 +21,7 @@ from scaleset_reconciler import (
 )
 from scaleset_reconciler.marker import Marker, parse_marker
 from scaleset_reconciler.naming import live_name, spec_generation
-from scaleset_reconciler.plan import desired_create
+from scaleset_reconciler.prepare import desired_create
 from scaleset_reconciler.spec import ScalesetSpec
 
 NEW_LABELS = ("x64", "gpu")

@@ -42,7 +42,7 @@ from reconcile.github.http import (
     json_object,
 )
 from scaleset_reconciler.marker import parse_marker
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 from scaleset_reconciler.runners import is_idle
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class IdleRunner:
 
     @property
     def entity(self) -> EntityKey:
-        """The entity's key (`scaleset_reconciler.plan.entity_key`)."""
+        """The entity's key (`scaleset_reconciler.needs.entity_key`)."""
         return entity_key(self.entity_kind, self.entity_name)
 
 
