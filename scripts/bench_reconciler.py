@@ -28,19 +28,16 @@ from typing import Any
 from doubles.memory_garm import MemoryGarm  # pyright: ignore[reportMissingImports]
 from garm_api.models import EntityKind, ScaleSet  # pyright: ignore[reportMissingImports]
 from scaleset_reconciler import reconcile  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.grouping import group  # pyright: ignore[reportMissingImports]
 from scaleset_reconciler.marker import Marker, config_hash  # pyright: ignore[reportMissingImports]
 from scaleset_reconciler.naming import (  # pyright: ignore[reportMissingImports]
     live_name,
     spec_generation,
 )
-from scaleset_reconciler.plan import (  # pyright: ignore[reportMissingImports]
-    Observed,
-    ReconcileSettings,
-    group,
-    needs,
-    plan,
-    prepare,
-)
+from scaleset_reconciler.needs import Observed, needs  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.plan import plan  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.prepare import prepare  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler.settings import ReconcileSettings  # pyright: ignore[reportMissingImports]
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec  # pyright: ignore[reportMissingImports]
 
 NOW = datetime.datetime(2026, 11, 30, 12, 0, tzinfo=datetime.UTC)

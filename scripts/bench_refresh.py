@@ -24,8 +24,7 @@ from contract.conftest import PROVIDER, bootstrap_over_http  # pyright: ignore[r
 from garm_api import GarmClient  # pyright: ignore[reportMissingImports]
 from garm_api.models import EntityKind  # pyright: ignore[reportMissingImports]
 from garm_sim import GarmSim  # pyright: ignore[reportMissingImports]
-from scaleset_reconciler import Phase, reconcile  # pyright: ignore[reportMissingImports]
-from scaleset_reconciler.plan import ReconcileSettings  # pyright: ignore[reportMissingImports]
+from scaleset_reconciler import Phase, ReconcileSettings, reconcile  # pyright: ignore[reportMissingImports]
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec  # pyright: ignore[reportMissingImports]
 
 RUNNERS = 40

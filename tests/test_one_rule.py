@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from charms.garm_configurator.v0 import garm_configurator as interface
 from garm_api.models import normalise_labels
 from relations.configurators import desired_from
+from scaleset_reconciler import ReconcileSettings
 from scaleset_reconciler.naming import live_name
-from scaleset_reconciler.plan import ReconcileSettings, validate_spec
+from scaleset_reconciler.prepare import validate_spec
 
 CONFIGURATOR_SRC = pathlib.Path(__file__).resolve().parents[1] / "charms/garm-configurator/src"
 PASSWORD_ID = "secret:d1n3kb7mp25c78a8ob30"

@@ -258,6 +258,28 @@ class Target:
         assert self.wait_until(take), f"no runner of {scaleset['name']} reported idle"
         assert started == [runner], f"the simulator gave the job to {started}, not {runner}"
 
+    def report_idle(self, runner: str) -> None:
+        """The runner reports `installing`, then `idle`, as GARM's install script makes it do.
+
+        A real GARM takes a job only for a runner that reported `idle`; the simulator's runners
+        report by themselves a pass after they run.
+        """
+        if self.real is None:
+            return
+        token = self.real.instance_token(runner)
+        for status in ("installing", "idle"):
+            body = {"status": status, "message": "contract runner"}
+            reply = call(self.url, "POST", "/callbacks/status", body, token=token)
+            assert reply.status == 200, reply.raw
+
+    def finish_job(self, runner: str) -> None:
+        """The runner's job ends at GitHub (the ephemeral runner leaves its agents list)."""
+        if self.real is not None:
+            self.real.github.finish_job(runner)
+            return
+        assert self.sim is not None
+        self.sim.finish_job(runner)
+
     def restart(self) -> None:
         """Restart GARM with its state: every scale-set worker starts again."""
         if self.real is not None:

@@ -30,8 +30,8 @@ from reconcile.github.offline_runners import IdleRunner, OfflineCheck
 from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github.scalesets import ScaleSetCheck
 from reconcile.github_objects import GithubApp
-from scaleset_reconciler import GithubScaleSetRef
-from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler import BusyRunner, GithubScaleSetRef
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 APP_ID = 4242

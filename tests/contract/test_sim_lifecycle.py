@@ -228,23 +228,28 @@ def test_active_runners_are_never_scaled_down(garm: Garm):
 
 
 def test_finished_job_runner_is_replaced(garm: Garm):
-    """Arrange: an enabled scale set with one idle runner. Act: run and finish a job on it.
+    """Arrange: an enabled scale set with one idle runner (max 2). Act: run and finish a job on it.
 
-    Assert: the runner is active during the job; afterwards a different runner serves, `pending`
-    like every runner GARM has created and no real runner has reported for yet.
+    Assert: the runner is active during the job, and GARM boots another beside it (`pending`,
+    as every runner GARM has created and no real runner has reported for yet): GitHub counts the
+    running job as assigned, which raises the desired count to 1. Afterwards the count is 0 and
+    only that other runner serves.
     """
     garm.create_scaleset("ephemeral", enabled=True, min_idle_runners=1)
     garm.sim.tick()  # the runners boot and report idle
     runner = garm.sim.start_job("ephemeral")
     during = garm.call("GET", "/instances").json
+    desired = garm.sim.scaleset("ephemeral").desired_runner_count
 
     garm.sim.finish_job(runner)
     after = garm.call("GET", "/instances").json
 
-    assert [(i["name"], i["runner_status"]) for i in during] == [(runner, "active")]
-    assert len(after) == 1
-    assert after[0]["name"] != runner
-    assert after[0]["runner_status"] == "pending"
+    statuses = [(i["name"], i["runner_status"]) for i in during]
+    assert desired == 1
+    assert statuses[0] == (runner, "active")
+    assert [status for _, status in statuses[1:]] == ["pending"]
+    assert [i["name"] for i in after] == [statuses[1][0]]
+    assert garm.sim.scaleset("ephemeral").desired_runner_count == 0
 
 
 def test_force_removed_instance_goes_and_disabled_set_does_not_replace_it(garm: Garm):

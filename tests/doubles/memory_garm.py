@@ -67,7 +67,7 @@ from garm_api import (
     ScaleSetUpdate,
     Template,
 )
-from scaleset_reconciler.plan import BusyRunner, GithubScaleSetRef
+from scaleset_reconciler import BusyRunner, GithubScaleSetRef
 
 START = datetime.datetime(2026, 11, 29, 22, 50, 7, 62603, tzinfo=datetime.UTC)
 REPO_ID = "c35919a8-8f26-4fc5-ba84-a7386cbd45c8"

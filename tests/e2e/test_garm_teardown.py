@@ -38,7 +38,7 @@ from e2e.test_garm_real_provider import (  # noqa: F401 (pytest fixtures)
     wait_for_idle_runner,
 )
 from garm_api import ScaleSet, ScaleSetCreate
-from reconcile.fencing import Lease
+from relations.peers.lease import Lease
 from scaleset_reconciler.marker import parse_marker
 
 

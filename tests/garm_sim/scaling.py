@@ -11,6 +11,12 @@ A job ends as GARM hears of it: through the scale set's message listener while t
 enabled (at once), and, for a disabled set, which has no listener, only when GARM's periodic
 consolidation finds the ephemeral runner gone from GitHub's agents list
 (`CONSOLIDATION_SECONDS`).
+
+GitHub counts a running job as assigned to its scale set, and GARM takes `desired_runner_count`
+from the assigned jobs of each queue message, so a job that starts raises the count by one and
+one that ends lowers it, as the listener hears them: an idle runner boots beside a busy one
+(within `max_runners`). A disabled set has no listener: its count keeps its last value
+(garm-behaviour, "Disabling does not remove existing runners").
 """
 
 from __future__ import annotations
@@ -68,6 +74,7 @@ def start_job(state: SimState, scaleset: ScaleSet) -> Instance:
             if instance.status == "running" and instance.runner_status in _READY:
                 instance.runner_status = "active"
                 instance.updated_at = state.clock.stamp()
+                _hear_assigned(state, scaleset, +1)
                 return instance
     raise LookupError(f"scale set {scaleset.name} has no idle runner")
 
@@ -83,7 +90,20 @@ def finish_job(state: SimState, instance: Instance) -> None:
         if scaleset is not None and not scaleset.enabled:
             instance.job_finished_ns = state.clock.now_ns()
             return
+        busy = instance.runner_status == "active"
         _terminate(state, instance)
+        if scaleset is not None and busy:
+            _hear_assigned(state, scaleset, -1)
+
+
+def _hear_assigned(state: SimState, scaleset: ScaleSet, change: int) -> None:
+    """The listener hears GitHub's assigned-job count move by `change` (none when disabled)."""
+    if not scaleset.enabled:
+        return
+    count = max(scaleset.desired_runner_count + change, 0)
+    if count != scaleset.desired_runner_count:
+        scaleset.desired_runner_count = count
+        scaleset.updated_at = state.clock.stamp()
 
 
 def _terminate(state: SimState, instance: Instance) -> None:

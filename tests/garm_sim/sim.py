@@ -333,7 +333,11 @@ class GarmSim:
             return self.signer.issue_instance(self.state, instance)
 
     def start_job(self, scaleset: str | int) -> str:
-        """Give an idle runner of the scale set a job; return the runner's name."""
+        """Give an idle runner of the scale set a job; return the runner's name.
+
+        GitHub counts the running job as assigned: an enabled set's `desired_runner_count`
+        goes up by one (and down when the job ends), so GARM boots an idle runner beside it.
+        """
         return scaling.start_job(self.state, self.scaleset(scaleset)).name
 
     def finish_job(self, runner_or_scaleset: str | int) -> str:

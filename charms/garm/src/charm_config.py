@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 from urllib.parse import unquote, urlsplit
 
-from reconcile.docs_links import SWITCH_DATABASE
 from text_numbers import parse_duration, parse_whole_number
 from workload.config import ProxyConfig
 from workload.exporter import EXPORTER_PORT
@@ -359,8 +358,6 @@ _OPTIONS: Final[Mapping[str, tuple[str, Callable[[Any], Any]]]] = {
 
 SQLITE: Final = "sqlite3"
 POSTGRESQL: Final = "postgresql"
-# Too long for a status (120 characters): the charm logs it with the problem.
-SWITCH_HOWTO: Final = SWITCH_DATABASE
 
 
 def backend_switch_problem(

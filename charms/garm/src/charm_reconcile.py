@@ -33,7 +33,6 @@ from garm_api import (
     WireFormatError,
 )
 from juju_secrets import JujuSecretStore
-from reconcile import fencing, maintenance
 from reconcile.bootstrap import (
     DB_PASSPHRASE_LABEL,
     BootstrapSecrets,
@@ -62,19 +61,14 @@ from relations.certificates import LOCAL_URL_HOST, Certificates
 from relations.configurators import read_configurators
 from relations.database import Database, DatabaseState
 from relations.debug_ssh import DebugSsh, read_debug_ssh
-from relations.service_handover import (
-    HostClaim,
-    decide,
-    has_stopped_for,
-    reports_running,
-    running_flag,
-    stopped_for,
-)
+from relations.peers import PeerData
+from relations.peers import lease as fencing
+from relations.peers.handover import decide
 from scaleset_reconciler import ReconcileReport, ReconcileSettings, dropped_and_kept
 from scaleset_reconciler.drain_clock import Hold
 from workload.backup import BackupManifest
 from workload.config import GarmConfig, ProxyConfig, TlsFiles
-from workload.host import VersionRefused, WorkloadError
+from workload.host import WorkloadError
 from workload.machine import Workload
 from workload.migration import Recovered
 from workload.migration_record import MigrationRecord, Recovery
@@ -85,7 +79,6 @@ from workload.version import garm_built_after_v0_2_1
 logger = logging.getLogger(__name__)
 
 CONFIGURATOR_RELATION: Final = "garm-configurator"
-PEER_RELATION: Final = "garm-peers"
 
 
 class GarmReconciler:
@@ -96,6 +89,7 @@ class GarmReconciler:
         charm: ops.CharmBase,
         stored: BoundStoredState,
         *,
+        peers: PeerData,
         workload: Workload,
         secrets: JujuSecretStore,
         database: Database,
@@ -108,6 +102,7 @@ class GarmReconciler:
         Args:
             charm: the charm (its unit, app, model, relations and resources).
             stored: where the last valid debug-ssh relay is kept between hooks.
+            peers: the peer relation's databags (the lease, the claim, the pause, ...).
             workload: GARM on this machine.
             secrets: GARM's bootstrap secrets in Juju.
             database: the database relation.
@@ -117,6 +112,7 @@ class GarmReconciler:
         """
         self._charm = charm
         self._stored = stored
+        self._peers = peers
         self._workload = workload
         self._secrets = secrets
         self._database = database
@@ -126,8 +122,6 @@ class GarmReconciler:
         # Set by rotate-credentials: this hook wrote the admin password, and Juju commits that
         # revision only when the hook ends, so the password kept on disk must stay until then.
         self.password_uncommitted = False
-        # The lease as Juju committed it, read once before this hook writes (ADR 0019).
-        self._lease_read: tuple[fencing.Lease | None] | None = None
         # Whether this hook already published a renewed lease (`renew_lease`).
         self._lease_renewed = False
         # The last scale-set pass that completed in this hook, for the charm's metrics (ADR 0030).
@@ -146,7 +140,7 @@ class GarmReconciler:
         (by when the watchdog has stopped GARM here, or the stop is retried at the next hook).
         """
         stopped = self._workload.stop()
-        self._publish_running(not stopped, acknowledge_claim=stopped and not leader)
+        self._peers.say_running(not stopped, acknowledge_claim=stopped and not leader)
 
     def renew_lease(self) -> None:
         """First on the leader, whatever else fails: extend the lease it holds (ADR 0019).
@@ -154,25 +148,18 @@ class GarmReconciler:
         Hands the watchdog the committed end; a failure is logged, and the watchdog then stops
         GARM when that end passes unless a later hook renews.
         """
-        peers = self._charm.model.get_relation(PEER_RELATION)
-        if peers is None:
+        if not self._peers.up:
             return
-        app_data = peers.data[self._charm.app]
         me = self._charm.unit.name
-        decision = fencing.renew(me, self._committed_lease(app_data), self._clock())
+        decision = fencing.renew(me, self._peers.committed_lease(), self._clock())
         if decision.publish is not None:
-            app_data.update(decision.publish.as_app_data())
+            self._peers.publish_lease(decision.publish)
             self._lease_renewed = True
         if decision.run_until is not None:
             try:
                 self._workload.lease.hold_until(decision.run_until)
             except WorkloadError as error:
                 logger.warning("GARM's lease not written (retried at the next hook): %s", error)
-
-    def _committed_lease(self, app_data: Mapping[str, str]) -> fencing.Lease | None:
-        if self._lease_read is None:
-            self._lease_read = (fencing.Lease.from_app_data(app_data),)
-        return self._lease_read[0]
 
     def reconcile(self, state: CharmState) -> ops.StatusBase:
         """Install, then run GARM on the leader or stand by elsewhere; the unit's status."""
@@ -208,7 +195,7 @@ class GarmReconciler:
 
     def _install(self, proxy: ProxyConfig) -> ops.StatusBase | None:
         if not self._workload.is_installed():
-            self._charm.unit.status = ops.MaintenanceStatus("installing GARM")
+            self._charm.unit.status = charm_status.installing()
         try:
             self._workload.install(
                 self._resource(GARM_RESOURCE),
@@ -216,8 +203,6 @@ class GarmReconciler:
                 proxy,
                 refusal=self._version_refusal,
             )
-        except VersionRefused as error:
-            return ops.BlockedStatus(str(error))
         except WorkloadError as error:
             return charm_status.install_failed(error)
         return None
@@ -397,37 +382,32 @@ class GarmReconciler:
 
     def _take_over(self, *, sqlite: bool) -> ops.StatusBase | None:
         """Claim GARM for this leader; None when it may run it now (ADR 0005)."""
-        peers = self._charm.model.get_relation(PEER_RELATION)
-        if peers is None:
+        peers = self._peers
+        if not peers.up:
             # No peer relation yet (the first hooks): no other unit to fence against.
             return self._hold_lease(self._clock() + fencing.LEASE_LENGTH)
-        app_data = peers.data[self._charm.app]
-        committed = self._committed_lease(app_data)
-        claim = HostClaim.from_app_data(app_data)
-        running = {unit.name: reports_running(peers.data[unit]) for unit in peers.units}
+        committed = peers.committed_lease()
+        claim = peers.claim()
+        running = peers.others_running()
         decision = decide(self._charm.unit.name, claim, running, sqlite=sqlite, now=self._clock())
         if decision.claim != claim:
-            app_data.update(decision.claim.as_app_data())
+            peers.publish_claim(decision.claim)
         status = charm_status.handed_over(decision) or self._take_lease(
-            app_data, committed, holder_stopped=_holder_stopped(peers, committed, decision.claim)
+            committed, holder_stopped=peers.holder_stopped(committed, decision.claim)
         )
         if status is not None:
             self.stand_down()
         return status
 
     def _take_lease(
-        self,
-        app_data: ops.RelationDataContent,
-        committed: fencing.Lease | None,
-        *,
-        holder_stopped: bool,
+        self, committed: fencing.Lease | None, *, holder_stopped: bool
     ) -> ops.StatusBase | None:
         """Take or keep the lease; None when this unit holds a committed one (ADR 0019)."""
         me = self._charm.unit.name
         lease = fencing.decide(me, committed, holder_stopped, now=self._clock())
-        # One write per hook: a renewal at the hook's start already changed the data.
+        # One lease per hook: a renewal at the hook's start already published it.
         if lease.publish is not None and not self._lease_renewed:
-            app_data.update(lease.publish.as_app_data())
+            self._peers.publish_lease(lease.publish)
         if lease.run_until is None:
             return charm_status.fenced(lease.message)
         return self._hold_lease(lease.run_until)
@@ -438,19 +418,6 @@ class GarmReconciler:
         except WorkloadError as error:
             return charm_status.not_started(error)
         return None
-
-    def _publish_running(self, running: bool, *, acknowledge_claim: bool = False) -> None:
-        """Tell the other units whether this one runs GARM (and, stopped, for which claim)."""
-        try:
-            peers = self._charm.model.get_relation(PEER_RELATION)
-            if peers is not None:
-                data = running_flag(running)
-                if acknowledge_claim:
-                    data |= stopped_for(HostClaim.from_app_data(peers.data[self._charm.app]))
-                peers.data[self._charm.unit].update(data)
-        except ops.ModelError as error:
-            # Cut off from the controller: GARM is stopped all the same; said at the next hook.
-            logger.warning("could not say whether this unit runs GARM: %s", error)
 
     def _start(
         self, client: GarmClient, garm_config: GarmConfig, backend: str
@@ -468,7 +435,7 @@ class GarmReconciler:
         except WorkloadError as error:
             return charm_status.not_started(error)
         self._workload.record_backend(backend)
-        self._publish_running(True)
+        self._peers.say_running(True)
         if started and not wait_until_serving(client):
             return charm_status.starting()
         return None
@@ -596,7 +563,7 @@ class GarmReconciler:
                 client,
                 desired,
                 now=now,
-                settings=reconcile_settings(config, drain_holds(self._charm.model, now)),
+                settings=reconcile_settings(config, self._peers.drain_holds(now)),
                 proxy=garm_config.proxy,
                 ask_github_scalesets=ask_github,
                 quotas=quotas,
@@ -679,17 +646,16 @@ class GarmReconciler:
         The unit's own copy (all the previous charm version kept) counts until a leader has
         kept one there, and where there is no peer relation yet.
         """
-        peers = self._charm.model.get_relation(PEER_RELATION)
-        if peers is not None and debug_ssh.KEPT_KEY in peers.data[self._charm.app]:
-            return debug_ssh.kept_relay(peers.data[self._charm.app])
+        kept = self._peers.kept_relay()
+        if kept is not None:
+            return debug_ssh.kept_relay(kept)
         last = dict(self._stored.debug_ssh)
         return DebugSsh(**last) if last else None
 
     def _keep_relay(self, relay: DebugSsh | None) -> None:
         self._stored.debug_ssh = dataclasses.asdict(relay) if relay is not None else {}
-        peers = self._charm.model.get_relation(PEER_RELATION)
-        if peers is not None and self._charm.unit.is_leader():
-            debug_ssh.keep(peers.data[self._charm.app], relay)
+        if self._charm.unit.is_leader():
+            self._peers.keep_relay(debug_ssh.kept_value(relay))
 
 
 def local_client(config: CharmConfig, tls: TlsFiles | None) -> GarmClient:
@@ -741,15 +707,6 @@ def reconcile_settings(
     )
 
 
-def drain_holds(model: ops.Model, now: datetime.datetime) -> tuple[Hold, ...]:
-    """The pauses the drain clock stood still for, a pause in force until `now` (ADR 0042)."""
-    peers = model.get_relation(PEER_RELATION)
-    if peers is None:
-        return ()
-    data = peers.data[model.app]
-    return maintenance.holds(data, maintenance.Maintenance.from_app_data(data), now)
-
-
 def _garm_config(
     state: CharmState,
     creds: BootstrapSecrets,
@@ -793,16 +750,6 @@ def _sightings(text: str) -> dict[str, str]:
         return {}
     items = cast(dict[Any, Any], loaded).items()
     return {str(k): v for k, v in items if isinstance(v, str)}
-
-
-def _holder_stopped(peers: ops.Relation, lease: fencing.Lease | None, claim: HostClaim) -> bool:
-    """Whether the lease's holder, as a non-leader, stopped GARM seeing this leader's claim."""
-    if lease is None:
-        return False
-    return any(
-        unit.name == lease.holder and has_stopped_for(peers.data[unit], claim)
-        for unit in peers.units
-    )
 
 
 def _garm_has_objects(client: GarmClient, creds: BootstrapSecrets) -> bool | None:

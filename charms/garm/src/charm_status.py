@@ -1,8 +1,11 @@
 """Every error and outcome of a reconcile -> the status `juju status` shows, in one place.
 
-Each text is at most 120 characters (`STATUS_LIMIT`); a longer one, which only GARM's or the
-operator's words can make, is cut by `bounded` and logged in full. Blocked says what the operator
-must do; Waiting says the charm goes on by itself at the next hook.
+No other module builds an ops status (tests/unit/test_status_construction.py): the reconcile
+and the charm hand this module what happened, and it words it, the statuses shown while a long
+step runs included (`installing`, `upgrading`, `removing`). Each text is at most 120 characters
+(`status_text.STATUS_LIMIT`); a longer one, which only GARM's or the operator's words can make,
+is cut by `bounded` and logged in full. Blocked says what the operator must do; Waiting says
+the charm goes on by itself at the next hook.
 """
 
 from __future__ import annotations
@@ -14,16 +17,17 @@ from typing import Final
 
 import ops
 
-from charm_config import SWITCH_HOWTO, InvalidConfigError
+from charm_config import InvalidConfigError
 from garm_api import GarmApiError, GarmError, GarmServerError, GarmUnreachable, WireFormatError
 from reconcile.bootstrap import BootstrapError
 from reconcile.garm_objects import ObjectsOutcome
-from reconcile.maintenance import Maintenance
 from reconcile.teardown import TeardownReport
 from relations.database import DatabaseState, DatabaseStatus
-from relations.service_handover import Decision, Verdict
-from scaleset_reconciler.report import STATUS_LIMIT, cut, fit
-from workload.host import HostWriteError, ResourceError, WorkloadError
+from relations.peers.handover import Decision, Verdict
+from relations.peers.pause import Maintenance
+from status_text import STATUS_LIMIT, clock_time, cut, fit
+from status_text.docs_links import SWITCH_DATABASE
+from workload.host import HostWriteError, ResourceError, VersionRefused, WorkloadError
 from workload.migration import Recovered
 from workload.migration_record import Recovery
 from workload.upgrade import V021, Refusal, UpgradeStep
@@ -31,6 +35,7 @@ from workload.version import garm_version_supports_postgresql
 
 logger = logging.getLogger(__name__)
 
+INSTALLING: Final = "installing GARM"
 CERTIFICATE_AWAITED: Final = "waiting for a certificate (GARM serves plain HTTP)"
 GARM_STARTING: Final = "waiting for GARM to start"
 SECRETS_CREATED: Final = "created GARM's secrets; GARM is configured at the next hook"
@@ -53,9 +58,23 @@ def invalid_config(error: InvalidConfigError) -> ops.StatusBase:
     return ops.BlockedStatus(str(error))
 
 
+def unknown() -> ops.StatusBase:
+    """What an action reports as the status before any reconcile of its hook set one."""
+    return ops.UnknownStatus()
+
+
+def installing() -> ops.StatusBase:
+    """Shown while GARM's binaries are installed the first time, a long step, mid-hook."""
+    return ops.MaintenanceStatus(INSTALLING)
+
+
 def install_failed(error: WorkloadError) -> ops.StatusBase:
-    """A missing or bad resource says which; any other install failure says so."""
-    if isinstance(error, ResourceError):
+    """A missing or bad resource, or a refused binary, says which; any other failure says so.
+
+    A binary is refused when it must not run on this database (a downgrade, naming both
+    versions); it was not installed.
+    """
+    if isinstance(error, (ResourceError, VersionRefused)):
         return ops.BlockedStatus(str(error))
     return ops.BlockedStatus(f"install failed: {error}")
 
@@ -71,6 +90,13 @@ def torn_down(report: TeardownReport, deadline: datetime.datetime) -> ops.Status
     if report.problems:
         return ops.WaitingStatus(f"teardown retried at the next hook: {report.problems[0]}")
     return ops.ActiveStatus(message) if report.done else ops.MaintenanceStatus(message)
+
+
+def removing(until: datetime.datetime) -> ops.StatusBase:
+    """Shown mid-hook while the leader's stop hook tears down before the app goes (ADR 0036)."""
+    return ops.MaintenanceStatus(
+        f"removing: tearing down the charm's scale sets until {clock_time(until)} at most"
+    )
 
 
 def standing_by(database: DatabaseState) -> ops.StatusBase:
@@ -107,8 +133,11 @@ def database_unusable(database: DatabaseState, version: str) -> ops.StatusBase |
 
 
 def backend_switch_refused(problem: str) -> ops.StatusBase:
-    """GARM's data cannot follow a backend switch; the how-to is too long for the status."""
-    logger.warning("%s; how to switch GARM's database: %s", problem, SWITCH_HOWTO)
+    """GARM's data cannot follow a backend switch; the how-to is too long for the status.
+
+    So the charm logs its link with the problem (120 characters leave no room for it).
+    """
+    logger.warning("%s; how to switch GARM's database: %s", problem, SWITCH_DATABASE)
     return ops.BlockedStatus(problem)
 
 

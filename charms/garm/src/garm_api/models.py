@@ -14,6 +14,7 @@ import binascii
 import dataclasses
 import datetime
 import enum
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
@@ -80,9 +81,13 @@ class ScaleSet:
     created_at: datetime.datetime
     updated_at: datetime.datetime
 
-    @property
+    @functools.cached_property
     def normalised_labels(self) -> frozenset[str]:
-        """The labels as GARM compares them (case-insensitive, stripped)."""
+        """The labels as GARM compares them (case-insensitive, stripped).
+
+        Kept once worked out: `labels` is a tuple of a frozen object, and a pass compares
+        every scale set's labels several times.
+        """
         return normalise_labels(self.labels)
 
     def missing_labels(self, wanted: Iterable[str]) -> frozenset[str]:

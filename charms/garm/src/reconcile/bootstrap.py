@@ -28,7 +28,7 @@ from garm_api import (
     GarmUrlsRequired,
     WireFormatError,
 )
-from reconcile.docs_links import RESET_ADMIN_PASSWORD
+from status_text.docs_links import RESET_ADMIN_PASSWORD
 
 logger = logging.getLogger(__name__)
 

@@ -19,7 +19,13 @@ from reconcile.desired_state import DesiredState
 from reconcile.github.check import GITHUB_ENDPOINT
 from reconcile.github.dropped_verdict import ConfirmedCheck, Sightings
 from reconcile.github.http import Quotas
-from reconcile.github.offline_runners import OfflineCheck, OfflineReport, reap_offline
+from reconcile.github.offline_runners import (
+    OfflineCheck,
+    OfflineReport,
+    bound_share,
+    reap_offline,
+    removals_left,
+)
 from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github.scalesets import CHECK_EVERY, ScaleSetCheck
 from reconcile.github.view import GithubView, combine
@@ -45,8 +51,9 @@ from scaleset_reconciler import (
     status_message,
 )
 from scaleset_reconciler.marker import parse_marker
-from scaleset_reconciler.report import SpecReport, fit
+from scaleset_reconciler.report import SpecReport
 from scaleset_reconciler.runners import is_busy, is_idle
+from status_text import fit
 from workload.config import ProxyConfig
 
 logger = logging.getLogger(__name__)
@@ -126,11 +133,14 @@ def reconcile_objects(
         if ask_scalesets and scaleset_check is not None
         else None
     )
+    check_offline = proxy is not None and offline_since is not None
+    # The offline check's removals come after the pass and count against its bound (ADR 0038).
+    kept = bound_share(settings.max_writes) if check_offline else 0
     report = reconcile(
         api,
         desired.specs,
         now=now,
-        settings=settings,
+        settings=dataclasses.replace(settings, max_writes=settings.max_writes - kept),
         sweep_orphans=desired.complete,
         finished_at_github=None if proxy is None else _runner_check(api, desired, proxy, quotas),
         missing_at_github=confirmed,
@@ -150,7 +160,8 @@ def reconcile_objects(
         check = OfflineCheck(
             _endpoint(api), apps_by_entity(desired.bindings), proxy, quotas=quotas
         )
-        offline = reap_offline(api, report.held, check, offline_since, now=now)
+        limit = removals_left(settings.max_writes, report.writes)
+        offline = reap_offline(api, report.held, check, offline_since, now=now, limit=limit)
     cleanup = CleanupReport()
     if desired.complete:
         # Bottom-up, once nothing wants them: templates and GitHub objects after scale sets.

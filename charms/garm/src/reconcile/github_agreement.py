@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from garm_api.models import EntityKind
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 
 if TYPE_CHECKING:
     # Types only: github_objects applies this rule, so it imports this module.

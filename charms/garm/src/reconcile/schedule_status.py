@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scaleset_reconciler.report import STATUS_LIMIT, fit, short_name
 from scaleset_reconciler.spec import ScalesetSpec
+from status_text import STATUS_LIMIT, fit, short_name
 
 # What the configurator's schedule says outside every window.
 DEFAULT_WINDOW = "default"

@@ -17,12 +17,13 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
 from garm_api import GarmApiError, Instance, ScaleSet, ScaleSetUpdate
 from scaleset_reconciler.marker import Marker, parse_marker
 from scaleset_reconciler.runners import is_busy, is_idle
+from status_text import clock_time
 
 logger = logging.getLogger(__name__)
 
@@ -30,25 +31,6 @@ logger = logging.getLogger(__name__)
 POLL: Final = datetime.timedelta(seconds=5)
 # Runner states GARM removes without stopping a job: up and idle, or a VM that failed.
 _REMOVABLE_WITHOUT_A_JOB: Final = frozenset({"error"})
-# Peer application data: when the last teardown action began. While it is there, no hook
-# re-creates the charm's scale sets and a new leader carries on (until `resume`).
-TEARDOWN_SINCE_KEY: Final = "teardown-since"
-
-
-def teardown_since(data: Mapping[str, str]) -> datetime.datetime | None:
-    """When the last teardown action began, from the peer application data; None if none did.
-
-    An unreadable time still holds the teardown (the epoch: its deadline has passed), so a typo
-    in the data never brings the scale sets back.
-    """
-    text = data.get(TEARDOWN_SINCE_KEY, "")
-    if not text:
-        return None
-    try:
-        since = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        return datetime.datetime.fromtimestamp(0, datetime.UTC)
-    return since if since.tzinfo else since.replace(tzinfo=datetime.UTC)
 
 
 class TeardownApi(Protocol):
@@ -143,7 +125,7 @@ class TeardownReport:
         if self.done:
             return "torn down: no scale set of the charm is left; remove garm, or run resume"
         busy = sum(1 for leftover in self.leftovers if leftover.busy)
-        until = deadline.astimezone(datetime.UTC).strftime("%H:%M UTC")
+        until = clock_time(deadline)
         return (
             f"tearing down: {len(self.remaining)} scale sets, {len(self.leftovers)} runners "
             f"({busy} busy) left, waiting until {until}; run teardown to see them"

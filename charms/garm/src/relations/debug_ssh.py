@@ -34,8 +34,6 @@ _HOST_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.:-]{0,251}[A-Za-z0-9])?")
 _FINGERPRINT_RE = re.compile(r"SHA256:[A-Za-z0-9+/]{43}=?")
 _FIELDS: Final = ("host", "port", "rsa_fingerprint", "ed25519_fingerprint")
 MAX_PORT: Final = 65535
-# Where the leader keeps the last valid relay: the peer relation's application data.
-KEPT_KEY: Final = "debug-ssh-relay"
 # Names of this machine or of a cloud's instance metadata service, as the runner would resolve
 # them; a name below `localhost` is loopback too (RFC 6761).
 _LOCAL_NAMES: Final = frozenset(
@@ -170,14 +168,14 @@ def _reachable_elsewhere(host: str) -> bool:
     )
 
 
-def kept_relay(app_data: ops.RelationDataContent) -> DebugSsh | None:
-    """The relay the leader kept in the peer application data (`keep`); None for none.
+def kept_relay(kept_text: str) -> DebugSsh | None:
+    """The relay the leader kept in the peer application data (`kept_value`); None for none.
 
     Checked again as it is read: the value a previous charm version, or an operator, left there
     is no more trusted than a unit's publication.
     """
     try:
-        kept = json.loads(app_data.get(KEPT_KEY) or "{}")
+        kept = json.loads(kept_text or "{}")
     except ValueError:
         return None
     if not isinstance(kept, dict) or not kept:
@@ -186,11 +184,7 @@ def kept_relay(app_data: ops.RelationDataContent) -> DebugSsh | None:
     return parse_unit_data({key: str(value) for key, value in fields.items()})
 
 
-def keep(app_data: ops.RelationDataContent, relay: DebugSsh | None) -> None:
-    """Keep `relay` (or "no relay") in the peer application data, for any later leader."""
-    if relay is None and KEPT_KEY not in app_data:
-        return  # nothing was ever kept: the peer data stays as it was
+def kept_value(relay: DebugSsh | None) -> str:
+    """`relay` (or "no relay": `{}`) as the peer application data keeps it for a later leader."""
     kept = {**dataclasses.asdict(relay), "port": str(relay.port)} if relay is not None else {}
-    value = json.dumps(kept, sort_keys=True)
-    if app_data.get(KEPT_KEY) != value:
-        app_data[KEPT_KEY] = value
+    return json.dumps(kept, sort_keys=True)

@@ -1,12 +1,14 @@
 """Scale sets: make GARM's scale sets match the specs, changing immutable fields by replacement.
 
-The package, one job per module, from the bottom up: `spec` (what a configurator asks for),
-`naming` (live names and families), `marker` (the ownership marker and drain clock in GARM's
-`extended_state`), `runners` (GARM's runner states), `report` (what a pass did and the `juju
-status` text), `ownership`, `refresh`, `refresh_request`, `stuck` and `surge` (who may claim a
-scale set, rolling refresh, its request, stuck runners, the surge budget's queue), `plan` (the pure
-changeover planner) and `executor` (one pass: observe GARM, plan, execute). Nothing here imports
-ops. The changeover is explained in docs/explanation/scaleset-changeover.md.
+The package, one job per module, from the bottom up (the order `.importlinter` checks, ADR
+0048): `spec` (what a configurator asks for); `report`, `marker`, `naming`, `runners` and
+`drain_clock` (what a pass did and the `juju status` text, the ownership marker in GARM's
+`extended_state`, live names, GARM's runner states, the drain clock); `ownership`, `refresh`,
+`refresh_request`, `stuck` and `surge` (who may claim a scale set, rolling refresh, its request,
+stuck runners, the surge budget's queue); the pure changeover planner: `settings` and `actions`,
+`prepare`, `grouping`, `needs`, `context`, `live_update` and `retirement`, and `plan` itself; and
+`executor` (one pass: observe GARM, plan, execute). Nothing here imports ops. The changeover is
+explained in docs/explanation/scaleset-changeover.md.
 """
 
 from scaleset_reconciler.executor import (
@@ -17,7 +19,7 @@ from scaleset_reconciler.executor import (
     preview,
     reconcile,
 )
-from scaleset_reconciler.plan import BusyRunner, GithubScaleSetRef, ReconcileSettings
+from scaleset_reconciler.needs import BusyRunner, GithubScaleSetRef
 from scaleset_reconciler.report import (
     Phase,
     PredecessorReport,
@@ -28,6 +30,7 @@ from scaleset_reconciler.report import (
     retry_message,
     status_message,
 )
+from scaleset_reconciler.settings import ReconcileSettings
 
 __all__ = [
     "SETTLE_LIMIT",

@@ -39,30 +39,28 @@ from garm_api import (
     ScaleSetUpdate,
     Template,
 )
-from scaleset_reconciler.plan import (
+from scaleset_reconciler.actions import (
     Action,
-    BusyRunner,
     CreateAction,
     DeleteAction,
     ForceRemoveAction,
-    GithubScaleSetRef,
-    Needs,
-    Observed,
-    Plan,
-    Prepared,
-    ReconcileSettings,
     RefreshRemoveAction,
     StuckRemoveAction,
     UpdateAction,
+)
+from scaleset_reconciler.grouping import group
+from scaleset_reconciler.needs import (
+    BusyRunner,
+    GithubScaleSetRef,
+    Needs,
+    Observed,
     busy_on_retired,
     entity_key,
-    group,
     needs,
-    orphan_owner,
-    plan,
-    prepare,
     to_look_up_at_github,
 )
+from scaleset_reconciler.plan import Plan, plan
+from scaleset_reconciler.prepare import Prepared, prepare
 from scaleset_reconciler.report import (
     REPEATED_DELETE_FAILURES,
     Failure,
@@ -70,6 +68,8 @@ from scaleset_reconciler.report import (
     PredecessorReport,
     ReconcileReport,
 )
+from scaleset_reconciler.retirement import orphan_owner
+from scaleset_reconciler.settings import ReconcileSettings
 from scaleset_reconciler.spec import ScalesetSpec
 
 logger = logging.getLogger(__name__)
@@ -335,7 +335,8 @@ class _Executor:
 
     With `limit`, the writes of the whole reconcile stay within it: an action runs only if what
     it may write fits (a create and its marker: 2; a delete and the record of a kept one: 2;
-    else 1), and once one does not fit, it and every later action wait for the next pass.
+    else 1), creates and updates leaving room for the deletes and runner removals that follow
+    them (at most half the bound); once one does not fit, the rest of its group waits.
     """
 
     def __init__(
@@ -356,26 +357,54 @@ class _Executor:
         self._templates: list[Template] | None = None
 
     def run(self) -> None:
-        """Execute every action, then confirm the deletes by listing again."""
-        for index, action in enumerate(self._actions):
+        """Execute every action, then confirm the deletes by listing again.
+
+        Part of the bound is kept for the deletes and runner removals (`_clearing_reserve`):
+        creates and updates stop where only that part is left, and once one of either group
+        does not fit, it and the rest of its group wait for the next pass.
+        """
+        reserve = self._clearing_reserve()
+        stopped: set[bool] = set()
+        for action in self._actions:
             if action.owner in self._failed:
                 continue
-            if not self._room(_WRITES_AT_MOST.get(type(action), 1)):
-                self._report.deferred_writes = len(self._actions) - index
-                logger.info(
-                    "scale sets: %d actions wait for the next pass (max %d writes per pass)",
-                    len(self._actions) - index,
-                    self._limit or 0,
-                )
-                break
+            clearing = isinstance(action, _CLEARING)
+            writes = _WRITES_AT_MOST.get(type(action), 1) + (0 if clearing else reserve)
+            if clearing in stopped or not self._room(writes):
+                stopped.add(clearing)
+                self._report.deferred_writes += 1
+                continue
             try:
                 self._execute(action)
             except (GarmApiError, InvalidRequest) as error:
                 if not isinstance(action, ForceRemoveAction | StuckRemoveAction):
                     self._failed.add(action.owner)
                 self._fail(action.owner, f"{_describe(action)}: {error}", _failure(action, error))
+        if self._report.deferred_writes:
+            logger.info(
+                "scale sets: %d actions wait for the next pass (max %d writes per pass)",
+                self._report.deferred_writes,
+                self._limit or 0,
+            )
         if self._deleted:
             self._confirm_deletes()
+
+    def _clearing_reserve(self) -> int:
+        """Writes kept for the deletes and runner removals: what they need, at most half.
+
+        Deletes come last in the plan's order; under a bound that creates fill every pass of a
+        fleet-wide change, empty retired scale sets would wait until the last create (300 sets
+        became 598 before ADR 0038's amendment). Half at most, so neither group starves.
+        """
+        if self._limit is None:
+            return 0
+        needed = sum(
+            _WRITES_AT_MOST.get(type(action), 1)
+            for action in self._actions
+            if isinstance(action, _CLEARING)
+        )
+        room = self._limit - self._api.writes - len(self._deleted)
+        return max(0, min(needed, room // 2))
 
     def _room(self, writes: int) -> bool:
         """Whether `writes` more fit, with a record of each delete sent so far GARM may keep."""
@@ -583,6 +612,8 @@ def _failure(
 
 # What one action may write: a create and its marker, a delete and the record of a kept one.
 _WRITES_AT_MOST: dict[type, int] = {CreateAction: 2, DeleteAction: 2}
+# What clears retired scale sets and runners: part of the bound is kept for them.
+_CLEARING = (DeleteAction, ForceRemoveAction, RefreshRemoveAction, StuckRemoveAction)
 
 _VERBS: dict[type, str] = {
     CreateAction: "create",

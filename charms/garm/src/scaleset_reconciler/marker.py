@@ -133,10 +133,26 @@ def serves(scaleset: ScaleSet, marker: Marker | None) -> bool:
 
 
 def config_hash(spec: ScalesetSpec) -> str:
-    """Return 16 hex characters of sha256 over the fields GARM's list responses omit."""
+    """Return 16 hex characters of sha256 over the fields GARM's list responses omit.
+
+    A pass asks for each spec's hash several times; specs are frozen, so it is taken once per
+    spec object (the cache holds the spec itself, so its id is never reused while cached).
+    """
+    cached = _HASHES.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return cached[1]
     hidden = {"extra_specs": dict(spec.extra_specs), "template": spec.template_name}
     text = json.dumps(hidden, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    if len(_HASHES) >= _HASHES_KEPT:
+        _HASHES.clear()
+    _HASHES[id(spec)] = (spec, digest)
+    return digest
+
+
+# Well above a fleet's specs: a hook builds them once, so the cache never grows past them.
+_HASHES_KEPT = 20_000
+_HASHES: dict[int, tuple[ScalesetSpec, str]] = {}
 
 
 def _count(value: object) -> int:

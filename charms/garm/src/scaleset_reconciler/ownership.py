@@ -23,8 +23,9 @@ from collections.abc import Sequence
 
 from garm_api.models import ScaleSet
 from scaleset_reconciler.marker import Marker
-from scaleset_reconciler.report import Phase, SpecReport, short_name
+from scaleset_reconciler.report import Phase, SpecReport
 from scaleset_reconciler.spec import ScalesetSpec
+from status_text import short_name
 
 EARLIER_VERSION = "an earlier charm version"
 # The holder of a scale set an earlier version stamped, while a configurator is unreadable.

@@ -1,8 +1,8 @@
 """What a scale-set reconcile pass found and did, and the short `juju status` text for it.
 
-Every text meant for `juju status` is at most `STATUS_LIMIT` characters: names are shortened,
-entries that do not fit are counted (`+N more`), and details go to the log and to the
-list-scalesets action.
+Every text meant for `juju status` is at most `status_text.STATUS_LIMIT` characters, worded with
+`status_text` (names shortened, entries that do not fit counted as `+N more`); details go to
+the log and to the list-scalesets action.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import enum
 from collections.abc import Sequence
 
 from garm_api.models import ScaleSet
+from status_text import clock_time, fit, short_name
 
 
 class Phase(enum.StrEnum):
@@ -36,12 +37,8 @@ class Phase(enum.StrEnum):
     ERROR = "error"
 
 
-STATUS_LIMIT = 120
 # Deletes GARM answered but did not carry out (garm-behaviour B15) before the operator must look.
 REPEATED_DELETE_FAILURES = 3
-# A name longer than this is cut in status texts (the log and the action have it whole).
-NAME_LIMIT = 24
-
 # Phases in which the spec is mid-changeover and `juju status` names it.
 CHANGEOVER_PHASES = frozenset(
     {
@@ -270,41 +267,6 @@ def _kept_deletes(report: ReconcileReport) -> list[tuple[str, PredecessorReport]
     return kept + [(o.name, o) for o in report.orphans if o.delete_failures]
 
 
-def fit(
-    entries: Sequence[str], separator: str, *, most: int | None = None, limit: int = STATUS_LIMIT
-) -> str:
-    """Join `entries` while they fit in `limit` characters, then say how many more there are.
-
-    An entry too long on its own is cut (ending in "..."); `most` caps how many are named.
-    """
-    entries = [entry for entry in entries if entry]
-    kept: list[str] = []
-    for index, entry in enumerate(entries):
-        rest = len(entries) - index - 1
-        tail = f"{separator}+{rest} more" if rest else ""
-        if most is not None and index >= most:
-            break
-        if len(separator.join([*kept, entry])) + len(tail) > limit:
-            if not kept:
-                kept.append(cut(entry, limit - len(tail)))
-            break
-        kept.append(entry)
-    more = len(entries) - len(kept)
-    text = separator.join(kept)
-    return f"{text}{separator}+{more} more" if more else text
-
-
-def short_name(name: str) -> str:
-    """Return `name` quoted, at most `NAME_LIMIT` characters of it kept for a status text.
-
-    A long name loses its middle, not its end: generated names often differ only at the end.
-    """
-    if len(name) <= NAME_LIMIT:
-        return repr(name)
-    head = (NAME_LIMIT - 3) // 2
-    return repr(f"{name[:head]}...{name[-(NAME_LIMIT - 3 - head) :]}")
-
-
 def _fleet_text(changing: Sequence[SpecReport], orphans: list[PredecessorReport]) -> str:
     """`'small' and 97 more changing: 3 in flight, 94 queued`: a fleet-wide change in one line.
 
@@ -364,11 +326,6 @@ def _creating_text(spec: SpecReport) -> str:
     return "starting new scale set" if spec.predecessors else "creating"
 
 
-def clock_time(moment: datetime.datetime) -> str:
-    """Return `14:05 UTC`: the absolute time operators compare with their clock."""
-    return moment.astimezone(datetime.UTC).strftime("%H:%M UTC")
-
-
 def _duration(seconds: float) -> str:
     whole = max(1, int(seconds + 0.999))
     return f"{whole}s" if whole < 120 else f"{(whole + 59) // 60}m"
@@ -379,11 +336,6 @@ def _orphans_text(orphans: list[PredecessorReport]) -> str:
     noun = "scale set" if len(orphans) == 1 else "scale sets"
     text = f"removing {len(orphans)} unconfigured {noun}"
     return f"{text} ({_runners(runners)} draining)" if runners else text
-
-
-def cut(text: str, length: int) -> str:
-    """Return `text`, or its first `length` characters ending in '...' when it is longer."""
-    return text if len(text) <= length else text[: max(0, length - 3)].rstrip() + "..."
 
 
 def _runners(count: int) -> str:

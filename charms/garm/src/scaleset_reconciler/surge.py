@@ -12,6 +12,11 @@ The changeovers that do not fit wait in a queue, oldest change first: the change
 stamped yet is this pass's), then the logical name. The queue is served strictly in order, so a
 large changeover is never overtaken forever by small ones; a changeover larger than the whole
 budget starts alone, once nothing else holds any of it.
+
+A rolling refresh (ADR 0022) and a label retry (a further attempt after GitHub dropped labels)
+boot extra idle runners too, and wait in the same queue under their own keys (`refresh_key`,
+`retry_key`): a refresh holds the min idle it raises GARM's counts by, while GARM runs with
+them; a retry, once created, holds its attempt's min idle while the attempt before it serves.
 """
 
 from __future__ import annotations
@@ -26,11 +31,16 @@ UNLIMITED = 0
 
 @dataclasses.dataclass(frozen=True)
 class Candidate:
-    """A changeover that has not started: its spec, what it will hold, when it was queued."""
+    """A changeover that has not started: its spec, what it will hold, when it was queued.
+
+    `repairs`: the changeover in flight it finishes (a label retry's), by its key in `held`;
+    a repair goes before every change not started, as finishing one frees the budget sooner.
+    """
 
     logical: str
     cost: int
     queued_at: datetime.datetime | None = None
+    repairs: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,11 +76,16 @@ def admit(
         now: the time of a candidate not stamped yet.
     """
     used = sum(held.values())
-    order = sorted(candidates, key=lambda c: (c.queued_at or now, c.logical))
+    order = sorted(candidates, key=lambda c: (not c.repairs, c.queued_at or now, c.logical))
     started: list[str] = []
     queued: dict[str, int] = {}
+    repaired = {c.repairs for c in candidates if c.repairs}
     for candidate in order:
-        fits = budget == UNLIMITED or used + candidate.cost <= budget or used == 0
+        # Every holder waits for its own repair: nothing would ever free the budget otherwise.
+        stuck = (
+            bool(candidate.repairs) and not started and {k for k in held if held[k]} <= repaired
+        )
+        fits = budget == UNLIMITED or used + candidate.cost <= budget or used == 0 or stuck
         if queued or not fits:
             queued[candidate.logical] = len(queued) + 1
             continue
@@ -78,3 +93,13 @@ def admit(
         used += candidate.cost
     in_flight = len((set(held) - set(queued)) | set(started))
     return Admission(frozenset(started), queued, used, in_flight)
+
+
+def refresh_key(logical: str) -> str:
+    """The queue's key of a spec's rolling refresh (ADR 0022): no logical name has a space."""
+    return f"{logical} refresh"
+
+
+def retry_key(logical: str) -> str:
+    """The queue's key of a spec's label retry, a further attempt under a new name."""
+    return f"{logical} retry"

@@ -6,21 +6,18 @@ metrics file; `workload/metrics_server.py`, copied to a root-owned program file,
 read-only file system, loopback only), docs/adr/0030-charm-metrics-exporter.md. The counter's
 memory is a 0600 JSON file beside the metrics file.
 
-systemd is driven through charmlibs-systemd, which runs `systemctl` from PATH (tests put a fake
-one first). No ops imports: the charm hands in the text to write.
+systemd is driven through `workload.systemctl` (charmlibs-systemd, which runs `systemctl` from
+PATH; tests put a fake one first). No ops imports: the charm hands in the text to write.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from charmlibs import systemd
-
-from workload import systemctl
+from workload import sandbox, systemctl
 from workload.host import WorkloadError, ensure_directory, read_intact, write_atomic
 
 logger = logging.getLogger(__name__)
@@ -101,23 +98,11 @@ PrivateTmp=yes
 PrivateDevices=yes
 PrivateUsers=yes
 PrivateIPC=yes
-ProtectHostname=yes
-ProtectClock=yes
-ProtectKernelTunables=yes
-ProtectKernelModules=yes
-ProtectKernelLogs=yes
-ProtectControlGroups=yes
-ProtectProc=invisible
-ProcSubset=pid
+{sandbox.PROTECT_KERNEL}
 RestrictAddressFamilies=AF_INET
 IPAddressDeny=any
 IPAddressAllow=localhost
-RestrictNamespaces=yes
-RestrictRealtime=yes
-RestrictSUIDSGID=yes
-LockPersonality=yes
-MemoryDenyWriteExecute=yes
-RemoveIPC=yes
+{sandbox.RESTRICT}
 CapabilityBoundingSet=
 AmbientCapabilities=
 SystemCallArchitectures=native
@@ -176,14 +161,14 @@ class CharmExporter:
             self.paths.metrics_file.unlink(missing_ok=True)
             return
         try:
-            _systemd("disable", systemd.service_disable, "--now", UNIT)
+            _systemd("disable", "--now", UNIT)
         except ExporterError as error:
             logger.warning("%s", error)
             return
         for path in (self.paths.unit_file, self.paths.program, self.paths.metrics_file):
             path.unlink(missing_ok=True)
         try:
-            _systemd("daemon-reload", systemd.daemon_reload)
+            _systemd("daemon-reload")
         except ExporterError as error:
             logger.warning("%s", error)
         logger.info("charm metrics exporter removed")
@@ -231,5 +216,5 @@ def _write(path: Path, content: bytes, mode: int) -> None:
         raise ExporterError(str(error)) from error
 
 
-def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
-    systemctl.call(verb, action, *args, error=ExporterError, journal=UNIT)
+def _systemd(verb: systemctl.Verb, *args: str) -> None:
+    systemctl.call(verb, *args, error=ExporterError, journal=UNIT)

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Callable
 from pathlib import Path
-
-from charmlibs import systemd
 
 from text_numbers import parse_whole_number
 from workload import sandbox, systemctl
@@ -131,7 +128,7 @@ class GarmLease:
         self.drop()
         if self.files.timer.exists():
             try:
-                _systemd("disable", systemd.service_disable, "--now", WATCH_TIMER)
+                _systemd("disable", "--now", WATCH_TIMER)
             except CommandError as error:
                 logger.warning("%s", error)
         for path in (self.files.timer, self.files.service, self.files.script):
@@ -150,11 +147,11 @@ class GarmLease:
                 _write(path, text, mode)
                 changed = True
         if changed:
-            _systemd("daemon-reload", systemd.daemon_reload)
-            _systemd("enable", systemd.service_enable, "--now", WATCH_TIMER)
+            _systemd("daemon-reload")
+            _systemd("enable", "--now", WATCH_TIMER)
             logger.info("GARM's lease watchdog installed (every %ss)", WATCH_PERIOD.seconds)
         elif not systemctl.running(WATCH_TIMER):
-            _systemd("start", systemd.service_start, WATCH_TIMER)
+            _systemd("start", WATCH_TIMER)
 
 
 def _write(path: Path, text: str, mode: int) -> None:
@@ -162,5 +159,5 @@ def _write(path: Path, text: str, mode: int) -> None:
     write_atomic(path, text.encode(), mode)
 
 
-def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
-    systemctl.call(verb, action, *args, error=CommandError, journal=WATCH_NAME)
+def _systemd(verb: systemctl.Verb, *args: str) -> None:
+    systemctl.call(verb, *args, error=CommandError, journal=WATCH_NAME)

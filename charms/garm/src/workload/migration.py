@@ -24,7 +24,6 @@ import dataclasses
 import hashlib
 import os
 import sqlite3
-import tomllib
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, Final
@@ -266,6 +265,9 @@ def _config_for(paths: Paths, database: Path) -> bytes:
     found = read_regular(paths.config)
     if found is None:
         raise MigrationError(f"no GARM config at {paths.config} to migrate with")
+    # Deferred: only a migration reads GARM's config back, never a converged hook.
+    import tomllib  # noqa: PLC0415
+
     try:
         document = tomllib.loads(found[0].decode())
         document["database"]["sqlite3"]["db_file"] = str(database)

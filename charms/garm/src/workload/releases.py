@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
-import tarfile
 import time
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
@@ -224,6 +223,9 @@ def extract_member(release: Release, content: bytes) -> bytes:
     Raises:
         ResourceError: not a tarball, or no member of that name.
     """
+    # Deferred: only an install or an upgrade unpacks a release, never a converged hook.
+    import tarfile  # noqa: PLC0415
+
     try:
         with tarfile.open(fileobj=io.BytesIO(content), mode="r:*") as archive:
             for member in archive.getmembers():

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import tomli_w
 
+from workload import sandbox
 from workload.config import GarmConfig, OpenStackProvider, ProxyConfig
 from workload.host import (
     SYSTEM_USER,
@@ -392,21 +393,9 @@ PrivateDevices=yes
 PrivateUsers=yes
 PrivateIPC=yes
 ProtectHome=yes
-ProtectHostname=yes
-ProtectClock=yes
-ProtectKernelTunables=yes
-ProtectKernelModules=yes
-ProtectKernelLogs=yes
-ProtectControlGroups=yes
-ProtectProc=invisible
-ProcSubset=pid
+{sandbox.PROTECT_KERNEL}
 RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX AF_NETLINK
-RestrictNamespaces=yes
-RestrictRealtime=yes
-RestrictSUIDSGID=yes
-LockPersonality=yes
-MemoryDenyWriteExecute=yes
-RemoveIPC=yes
+{sandbox.RESTRICT}
 CapabilityBoundingSet=
 AmbientCapabilities=
 SystemCallArchitectures=native

@@ -1,7 +1,7 @@
 """GARM's systemd service: restart only when what it runs with changed; stop, disable, remove.
 
-systemd is driven through charmlibs-systemd, which runs ``systemctl`` from PATH (tests put a
-fake one first).
+systemd is driven through `workload.systemctl` (charmlibs-systemd, which runs ``systemctl`` from
+PATH; tests put a fake one first).
 
 The service is restarted only when what it would run with differs from what it was last
 started with: a fingerprint of the rendered files, the installed binaries and the environment
@@ -15,10 +15,8 @@ import dataclasses
 import hashlib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-
-from charmlibs import systemd
 
 from workload import systemctl
 from workload.config import ProxyConfig
@@ -55,9 +53,9 @@ def restart_if_changed(
     wanted = fingerprint(files, proxy, installed)
     if read_text(paths.fingerprint) == wanted and is_running() and not repaired:
         return False
-    _systemd("daemon-reload", systemd.daemon_reload)
-    _systemd("enable", systemd.service_enable, SERVICE_NAME)
-    _systemd("restart", systemd.service_restart, SERVICE_NAME)
+    _systemd("daemon-reload")
+    _systemd("enable", SERVICE_NAME)
+    _systemd("restart", SERVICE_NAME)
     write_atomic(paths.fingerprint, wanted.encode(), 0o600)
     logger.info("GARM (re)started: its configuration or binaries changed")
     return True
@@ -69,7 +67,7 @@ def restart() -> None:
     Raises:
         CommandError: systemd refused.
     """
-    _systemd("restart", systemd.service_restart, SERVICE_NAME)
+    _systemd("restart", SERVICE_NAME)
     logger.info("GARM restarted")
 
 
@@ -103,7 +101,7 @@ def stop(paths: Paths) -> bool:
         then may a former leader tell the new one it stopped (ADR 0019).
     """
     if paths.unit_file.exists():
-        _systemd_best_effort("disable", systemd.service_disable, "--now", SERVICE_NAME)
+        _systemd_best_effort("disable", "--now", SERVICE_NAME)
     paths.fingerprint.unlink(missing_ok=True)
     return not is_running()
 
@@ -111,19 +109,19 @@ def stop(paths: Paths) -> bool:
 def remove(paths: Paths) -> None:
     """Stop and disable GARM and remove its unit file; best effort, a failure is logged."""
     if paths.unit_file.exists():
-        _systemd_best_effort("disable", systemd.service_disable, "--now", SERVICE_NAME)
+        _systemd_best_effort("disable", "--now", SERVICE_NAME)
         paths.unit_file.unlink()
-        _systemd_best_effort("daemon-reload", systemd.daemon_reload)
+        _systemd_best_effort("daemon-reload")
     paths.fingerprint.unlink(missing_ok=True)
 
 
-def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
-    """Run one charmlibs-systemd call; its failure becomes a short CommandError."""
-    systemctl.call(verb, action, *args, error=CommandError, journal=SERVICE_NAME)
+def _systemd(verb: systemctl.Verb, *args: str) -> None:
+    """Run one systemctl command; its failure becomes a short CommandError."""
+    systemctl.call(verb, *args, error=CommandError, journal=SERVICE_NAME)
 
 
-def _systemd_best_effort(verb: str, action: Callable[..., bool], *args: str) -> None:
+def _systemd_best_effort(verb: systemctl.Verb, *args: str) -> None:
     try:
-        _systemd(verb, action, *args)
+        _systemd(verb, *args)
     except CommandError as error:
         logger.warning("%s", error)

@@ -3,28 +3,39 @@
 charmlibs-systemd runs `systemctl` from PATH (tests put a fake one first). Its `SystemdError`
 carries systemctl's whole stdout and stderr: too long for a status and not ours to vouch for,
 so only the command is named, and the journal has the details. GARM's service, the reconcile
-tick and the metrics exporter are all driven this way.
+tick, the metrics exporter and the lease watchdog are all driven this way: this is the one module
+of `workload/` that imports charmlibs (.importlinter lets only it through).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from charmlibs import systemd
 
+# The systemctl verbs the charm runs.
+Verb = Literal["daemon-reload", "enable", "disable", "restart", "start"]
+# Each verb's charmlibs-systemd function: the verb is named once, by the caller.
+_ACTIONS: dict[str, Callable[..., bool]] = {
+    "daemon-reload": systemd.daemon_reload,
+    "enable": systemd.service_enable,
+    "disable": systemd.service_disable,
+    "restart": systemd.service_restart,
+    "start": systemd.service_start,
+}
+
 
 def call(
-    verb: str,
-    action: Callable[..., bool],
+    verb: Verb,
     *args: str,
     error: Callable[[str], Exception],
     journal: str,
 ) -> None:
-    """Run one charmlibs-systemd `action`; a failure raises `error("systemctl <verb> ... failed")`.
+    """Run `systemctl <verb> <args>`; a failure raises `error("systemctl <verb> ... failed")`.
 
     Args:
-        verb: the systemctl verb, as the error names the command.
-        action: the charmlibs-systemd function (e.g. `systemd.service_restart`).
+        verb: the systemctl verb, run through its charmlibs-systemd function.
         args: its arguments (units, flags).
         error: the caller's error type (or any factory taking the message).
         journal: the unit whose journal the message points to.
@@ -33,7 +44,7 @@ def call(
         Exception: `error(...)`, when systemctl failed or could not run.
     """
     try:
-        action(*args)
+        _ACTIONS[verb](*args)
     except (systemd.SystemdError, OSError):
         command = " ".join((verb, *args))
         raise error(f"systemctl {command} failed (see journalctl -u {journal})") from None
@@ -51,11 +62,11 @@ def keep_running(
         Exception: `error(...)`, naming the systemctl command that failed.
     """
     if changed:
-        call("daemon-reload", systemd.daemon_reload, error=error, journal=journal)
-        call("enable", systemd.service_enable, unit, error=error, journal=journal)
-        call("restart", systemd.service_restart, unit, error=error, journal=journal)
+        call("daemon-reload", error=error, journal=journal)
+        call("enable", unit, error=error, journal=journal)
+        call("restart", unit, error=error, journal=journal)
     elif not running(unit):
-        call("start", systemd.service_start, unit, error=error, journal=journal)
+        call("start", unit, error=error, journal=journal)
 
 
 def running(unit: str) -> bool:

@@ -19,10 +19,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import logging
-from collections.abc import Callable
 from pathlib import Path
-
-from charmlibs import systemd
 
 from workload import sandbox, systemctl
 from workload.host import read_intact, read_text, write_atomic
@@ -158,14 +155,14 @@ class ReconcileTick:
         if not (self.paths.timer_file.exists() or self.paths.service_file.exists()):
             return
         try:
-            _systemd("disable", systemd.service_disable, "--now", TIMER_NAME)
+            _systemd("disable", "--now", TIMER_NAME)
         except TickError as error:
             logger.warning("%s", error)
             return
         self.paths.timer_file.unlink(missing_ok=True)
         self.paths.service_file.unlink(missing_ok=True)
         try:
-            _systemd("daemon-reload", systemd.daemon_reload)
+            _systemd("daemon-reload")
         except TickError as error:
             logger.warning("%s", error)
         logger.info("reconcile tick removed")
@@ -180,5 +177,5 @@ def _write(path: Path, text: str) -> None:
         raise TickError(str(error)) from error
 
 
-def _systemd(verb: str, action: Callable[..., bool], *args: str) -> None:
-    systemctl.call(verb, action, *args, error=TickError, journal=TIMER_NAME)
+def _systemd(verb: systemctl.Verb, *args: str) -> None:
+    systemctl.call(verb, *args, error=TickError, journal=TIMER_NAME)

@@ -31,7 +31,7 @@ from reconcile.github.http import (
     session,
 )
 from reconcile.github_objects import GithubApp
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class GithubCheck(abc.ABC, Generic[ItemT, FoundT]):
 
     Attributes:
         endpoint: returns GARM's `github.com` endpoint (None: none); called only when asked.
-        apps: the GitHub App of each entity, keyed by `scaleset_reconciler.plan.entity_key`.
+        apps: the GitHub App of each entity, keyed by `scaleset_reconciler.needs.entity_key`.
         proxy: the model's proxy.
         clock: seconds since the epoch, for the App's JWT.
         budget_seconds: how long the whole pass may wait on GitHub; what is not confirmed by

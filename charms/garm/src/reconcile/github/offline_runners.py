@@ -10,7 +10,9 @@ and removes, through GARM's API, the runners that:
 - GitHub has listed offline at every check since at least `OFFLINE_AFTER` ago (the first
   sighting is kept in the leader's stored state; a sighting online, busy or not listed, or the
   runner no longer idle in GARM, forgets it: a flip starts the clock again);
-- at most `MAX_REMOVALS` a pass, the longest offline first.
+- at most `MAX_REMOVALS` a pass, the longest offline first, and within what the pass's
+  `max-writes-per-pass` leaves (ADR 0038): the scale-set pass before it keeps `bound_share`
+  of the bound for them, so they neither go past the bound nor wait out a fleet-wide change.
 
 It runs after the scale-set pass, from the scale sets that pass left, and lists the runners.
 
@@ -40,7 +42,7 @@ from reconcile.github.http import (
     json_object,
 )
 from scaleset_reconciler.marker import parse_marker
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 from scaleset_reconciler.runners import is_idle
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,8 @@ CHECK_EVERY = datetime.timedelta(minutes=5)
 # At most this many removals a pass: a wrong answer from GitHub costs at most this many idle
 # runners, which GARM replaces.
 MAX_REMOVALS = 3
+# What a scale set's create writes (it and its marker): the share kept never leaves less.
+CREATE_WRITES = 2
 RUNNERS_PER_PAGE = 100
 # Runner lists longer than this many pages are read this far (what was seen still counts).
 MAX_PAGES = 10
@@ -82,7 +86,7 @@ class IdleRunner:
 
     @property
     def entity(self) -> EntityKey:
-        """The entity's key (`scaleset_reconciler.plan.entity_key`)."""
+        """The entity's key (`scaleset_reconciler.needs.entity_key`)."""
         return entity_key(self.entity_kind, self.entity_name)
 
 
@@ -169,6 +173,23 @@ def plan_offline(
     return OfflineStep(tuple(runner for _, runner in due[:MAX_REMOVALS]), since)
 
 
+def bound_share(max_writes: int) -> int:
+    """The writes of `max_writes` (0: no bound) the scale-set pass keeps for this check's.
+
+    At most `MAX_REMOVALS`, and never so many that a create no longer fits in what is left.
+    """
+    if max_writes == 0:
+        return 0
+    return max(0, min(MAX_REMOVALS, max_writes - CREATE_WRITES))
+
+
+def removals_left(max_writes: int, written: int) -> int:
+    """How many runners the check may remove after a pass that wrote `written` of the bound."""
+    if max_writes == 0:
+        return MAX_REMOVALS
+    return max(0, min(MAX_REMOVALS, max_writes - written))
+
+
 def _parse(text: str) -> datetime.datetime | None:
     try:
         moment = datetime.datetime.fromisoformat(text)
@@ -223,10 +244,12 @@ def reap_offline(
     kept: Mapping[str, str],
     *,
     now: datetime.datetime,
+    limit: int = MAX_REMOVALS,
 ) -> OfflineReport:
     """List GARM's idle runners, ask GitHub about them, remove those offline past the bound.
 
-    `scalesets` are those GARM holds, as the scale-set pass just listed them.
+    `scalesets` are those GARM holds, as the scale-set pass just listed them; at most `limit`
+    runners are removed (`removals_left`), the others keep their sightings for the next check.
 
     Raises:
         GarmUnreachable: GARM did not answer (the pass stops, as any outage stops it).
@@ -243,7 +266,7 @@ def reap_offline(
             offline.get((runner.application, runner.scaleset), 0) + 1
         )
     removed: list[IdleRunner] = []
-    for runner in step.removals:
+    for runner in step.removals[: max(0, limit)]:
         try:
             api.delete_instance(runner.name, force=False)
         except GarmApiError as error:

@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from reconcile.github.check import GithubCheck, Installation
 from reconcile.github.http import Findings, entity_path
-from scaleset_reconciler.plan import BusyRunner
+from scaleset_reconciler.needs import BusyRunner
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,8 @@ import charm_status
 from garm_api import GarmConflict, GarmServerError, GarmUnreachable, WireFormatError
 from reconcile.bootstrap import BootstrapError
 from reconcile.garm_objects import ObjectsOutcome
-from scaleset_reconciler.report import STATUS_LIMIT, ReconcileReport
+from scaleset_reconciler.report import ReconcileReport
+from status_text import STATUS_LIMIT
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,8 @@ from scenario.state import _Event  # pyright: ignore[reportPrivateUsage]
 import unit.walks.maintenance as maintenance_walks
 from doubles.database_publication import database_relation, database_secret
 from doubles.workload_double import MACHINE_PATHS
-from reconcile.fencing import Lease
-from reconcile.maintenance import PAUSED_BY_KEY, PAUSED_SINCE_KEY
+from relations.peers.keys import PAUSED_BY_KEY, PAUSED_SINCE_KEY
+from relations.peers.lease import Lease
 from unit.walks.maintenance import NEWER, PAUSED_AT, Unit, backup
 from workload.backup import BackupError, BackupManifest
 from workload.host import WorkloadError

@@ -21,8 +21,8 @@ from doubles.configurator_publication import pkcs1_app_key
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from reconcile.charm_metrics import MetricsState, ScalesetFacts
-from reconcile.maintenance import PAUSED_BY_KEY, PAUSED_SINCE_KEY
 from relations import cos_agent
+from relations.peers.keys import PAUSED_BY_KEY, PAUSED_SINCE_KEY
 from unit.doubles.fake_systemctl import TickMachine
 from unit.walks.configurators import configurator, garm_secrets, sim_now
 from workload.exporter import UNIT, CharmExporter

@@ -18,8 +18,8 @@ import charm
 import unit.walks.configurators as configurators_walks
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
-from reconcile.fencing import RENEW_WHEN_LEFT, Lease
-from reconcile.maintenance import HOLDS_KEY, PAUSED_SINCE_KEY
+from relations.peers.keys import HOLDS_KEY, PAUSED_SINCE_KEY
+from relations.peers.lease import RENEW_WHEN_LEFT, Lease
 from unit.doubles.fake_systemctl import TickMachine
 from unit.walks.charm import RECONCILE_TICK
 from unit.walks.configurators import configurator, leader_state, relabelled, sim_now

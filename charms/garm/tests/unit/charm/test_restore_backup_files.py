@@ -22,8 +22,8 @@ from ops import testing
 import charm
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
-from reconcile.fencing import Lease
-from reconcile.maintenance import PAUSED_SINCE_KEY
+from relations.peers.keys import PAUSED_SINCE_KEY
+from relations.peers.lease import Lease
 from unit.walks.charm import bootstrap_secrets, bootstrapped
 from workload import backup
 from workload.backup import BackupManifest

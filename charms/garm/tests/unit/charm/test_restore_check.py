@@ -30,7 +30,8 @@ def _runners(leader: Unit, count: int) -> list[str]:
         "os_type": "linux",
         "labels": ["x64"],
         "min_idle_runners": count,
-        "max_runners": count + 1,
+        # No room for more: GitHub counts a job as assigned, and GARM would boot a runner beside.
+        "max_runners": count,
         "enabled": True,
     }
     created = call(garm.url, "POST", f"/repositories/{repo}/scalesets", body, token=garm.token())

@@ -18,17 +18,16 @@ from doubles.workload_double import RecordingWorkload
 from garm_api import GarmBadRequest, GarmServerError, GarmUnreachable
 from garm_sim import GarmSim
 from scaleset_reconciler.report import (
-    STATUS_LIMIT,
     Failure,
     Phase,
     PredecessorReport,
     ReconcileReport,
     SpecReport,
     blocked_message,
-    fit,
     retry_message,
     status_message,
 )
+from status_text import STATUS_LIMIT, fit
 from unit.walks.configurators import relabelled
 from unit.walks.scalesets import converge, make_spec, run
 

@@ -17,9 +17,9 @@ import charm
 from contract.garm_http import call
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
-from reconcile.fencing import Lease
-from reconcile.maintenance import Maintenance
-from reconcile.teardown import TEARDOWN_SINCE_KEY
+from relations.peers.keys import TEARDOWN_SINCE_KEY
+from relations.peers.lease import Lease
+from relations.peers.pause import Maintenance
 from scaleset_reconciler.marker import Marker
 from unit.walks.charm import Ctx, Resources, bootstrap_secrets, bootstrapped
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from garm_api.models import EntityKind
 from reconcile.github_agreement import agreed_bindings
 from reconcile.github_objects import EntityBinding, GithubApp
-from scaleset_reconciler.report import STATUS_LIMIT
 from scaleset_reconciler.spec import EntityRef
+from status_text import STATUS_LIMIT
 
 KEYS_ORG = EntityRef(EntityKind.ORGANIZATION, "a-long-organization-name")
 APPS_ORG = EntityRef(EntityKind.ORGANIZATION, "another-long-organization")

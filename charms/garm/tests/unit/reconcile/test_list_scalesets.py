@@ -11,7 +11,7 @@ from reconcile.desired_state import DesiredState
 from reconcile.garm_objects import ScalesetListing, list_scalesets
 from scaleset_reconciler import ReconcileSettings
 from scaleset_reconciler.naming import live_name
-from scaleset_reconciler.plan import desired_create
+from scaleset_reconciler.prepare import desired_create
 from unit.walks.scalesets import SETTINGS, converge, make_spec, run
 
 NEW_LABELS = ("x64", "gpu")

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from reconcile.schedule_status import schedule_message, with_schedule
-from scaleset_reconciler.report import STATUS_LIMIT
+from status_text import STATUS_LIMIT
 from unit.walks.scalesets import make_spec
 
 OFFICE = "Mon-Fri 08:00-18:00 Europe/Berlin"

@@ -27,7 +27,9 @@ from charms.garm_configurator.v0 import garm_configurator as interface
 from doubles.configurator_publication import pkcs1_app_key
 from reconcile.desired_state import DesiredState
 from relations.configurators import provider_name, read_configurators
-from scaleset_reconciler.plan import ReconcileSettings, entity_key, validate_spec
+from scaleset_reconciler import ReconcileSettings
+from scaleset_reconciler.needs import entity_key
+from scaleset_reconciler.prepare import validate_spec
 from unit.walks.hypothesis_budget import SHRINK_SECONDS, shrinking_bounded
 from workload.rendering import render_clouds_yaml
 

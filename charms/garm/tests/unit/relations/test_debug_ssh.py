@@ -13,6 +13,7 @@ from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
 from relations import debug_ssh
 from relations.debug_ssh import DebugSsh, parse_unit_data
+from relations.peers.keys import DEBUG_SSH_RELAY_KEY
 from unit.walks.serving import RELAY, Serving, garm_objects
 
 app_key = serving_walks.app_key
@@ -144,7 +145,7 @@ def test_a_new_leader_keeps_the_last_valid_relay(
         with_relay = ctx.run(ctx.on.update_status(), with_relay)
     given = garm_objects(sim)
     assert given != serving.garm  # the relay reached the runners' templates
-    kept = with_relay.get_relation(peers.id).local_app_data[debug_ssh.KEPT_KEY]
+    kept = with_relay.get_relation(peers.id).local_app_data[DEBUG_SSH_RELAY_KEY]
     sim.reset_log()
     hostile = dataclasses.replace(
         relay, remote_units_data={0: {**RELAY, "host": "169.254.169.254"}}
@@ -159,7 +160,7 @@ def test_a_new_leader_keeps_the_last_valid_relay(
 
     assert sim.write_count() == 0
     assert garm_objects(sim) == given
-    assert json.loads(out.get_relation(peers.id).local_app_data[debug_ssh.KEPT_KEY]) == (
+    assert json.loads(out.get_relation(peers.id).local_app_data[DEBUG_SSH_RELAY_KEY]) == (
         json.loads(kept)
     )
     assert json.loads(kept)["host"] == "10.1.2.3"
@@ -183,4 +184,4 @@ def test_removing_the_relay_clears_what_the_leader_kept(serving: Serving, sim: G
 
     out = ctx.run(ctx.on.update_status(), without)
 
-    assert json.loads(out.get_relation(peers.id).local_app_data[debug_ssh.KEPT_KEY]) == {}
+    assert json.loads(out.get_relation(peers.id).local_app_data[DEBUG_SSH_RELAY_KEY]) == {}

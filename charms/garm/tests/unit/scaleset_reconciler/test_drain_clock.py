@@ -15,7 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from doubles.memory_garm import MemoryGarm
-from reconcile.maintenance import HOLDS_KEY, PAUSED_SINCE_KEY, Maintenance, holds, resumed
+from relations.peers.keys import HOLDS_KEY, PAUSED_SINCE_KEY
+from relations.peers.pause import Maintenance, holds, resumed
 from scaleset_reconciler import Phase
 from scaleset_reconciler.drain_clock import Hold, drain_deadline
 from unit.walks.scalesets import NEW_LABELS, SETTINGS, changeover_started, make_spec, run

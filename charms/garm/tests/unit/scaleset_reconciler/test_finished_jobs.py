@@ -15,12 +15,13 @@ from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
 from scaleset_reconciler import (
     SETTLE_LIMIT,
+    BusyRunner,
     Phase,
     ReconcileReport,
     reconcile,
 )
 from scaleset_reconciler.naming import live_name
-from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler.needs import entity_key
 from scaleset_reconciler.report import Failure
 from unit.walks.finished_jobs import (
     NEW_LABELS,

@@ -29,19 +29,14 @@ from hypothesis import strategies as st
 
 from doubles.memory_garm import REPO_ID, MemoryGarm
 from garm_api.models import Entity, EntityKind, ScaleSet
-from scaleset_reconciler import reconcile
+from scaleset_reconciler import ReconcileSettings, reconcile
+from scaleset_reconciler.actions import CreateAction
+from scaleset_reconciler.grouping import group
 from scaleset_reconciler.marker import Marker, config_hash, parse_marker
 from scaleset_reconciler.naming import NAME_BUDGET, live_name, spec_generation
-from scaleset_reconciler.plan import (
-    CreateAction,
-    Observed,
-    ReconcileSettings,
-    desired_create,
-    entity_key,
-    group,
-    plan,
-    prepare,
-)
+from scaleset_reconciler.needs import Observed, entity_key
+from scaleset_reconciler.plan import plan
+from scaleset_reconciler.prepare import desired_create, prepare
 from scaleset_reconciler.spec import ScalesetSpec
 from unit.walks.scalesets import SETTINGS, make_spec
 

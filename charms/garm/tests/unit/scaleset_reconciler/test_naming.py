@@ -1,4 +1,4 @@
-"""Live names within the provider's budget, and family membership (naming, plan.group)."""
+"""Live names within the provider's budget, and family membership (naming, grouping.group)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from garm_api.models import EntityKind, ScaleSet
+from scaleset_reconciler import ReconcileSettings
+from scaleset_reconciler.grouping import group
 from scaleset_reconciler.marker import Marker, config_hash, parse_marker
 from scaleset_reconciler.naming import (
     ENTITY_ID_LENGTH,
@@ -23,7 +25,7 @@ from scaleset_reconciler.naming import (
     stem,
     stem_of,
 )
-from scaleset_reconciler.plan import ReconcileSettings, group, prepare
+from scaleset_reconciler.prepare import prepare
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 from unit.walks.scalesets import make_spec
 

@@ -19,8 +19,8 @@ from garm_api.models import ScaleSet
 from scaleset_reconciler import Phase, blocked_message
 from scaleset_reconciler.marker import Marker, parse_marker
 from scaleset_reconciler.ownership import EARLIER_VERSION, held_report, one_spec_per_name
-from scaleset_reconciler.report import STATUS_LIMIT, short_name
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec
+from status_text import STATUS_LIMIT, short_name
 from unit.walks.scalesets import ORG, REPO, make_spec, run
 
 APPS = ("a", "b")

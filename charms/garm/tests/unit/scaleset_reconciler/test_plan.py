@@ -16,27 +16,14 @@ import pytest
 
 from doubles.memory_garm import REPO_ID, go_time
 from garm_api.models import Entity, EntityKind, Instance, ScaleSet, ScaleSetCreate, ScaleSetUpdate
+from scaleset_reconciler import Phase, PredecessorReport, ReconcileSettings
+from scaleset_reconciler.actions import CreateAction, DeleteAction, ForceRemoveAction, UpdateAction
+from scaleset_reconciler.grouping import group
 from scaleset_reconciler.marker import Marker, config_hash
 from scaleset_reconciler.naming import live_name, name_for, spec_generation
-from scaleset_reconciler.plan import (
-    CreateAction,
-    DeleteAction,
-    ForceRemoveAction,
-    Observed,
-    Phase,
-    Plan,
-    PredecessorReport,
-    ReconcileSettings,
-    UpdateAction,
-    awaits_capacity,
-    desired_create,
-    entity_key,
-    group,
-    needs,
-    plan,
-    prepare,
-    validate_spec,
-)
+from scaleset_reconciler.needs import Observed, awaits_capacity, entity_key, needs
+from scaleset_reconciler.plan import Plan, plan
+from scaleset_reconciler.prepare import desired_create, prepare, validate_spec
 from scaleset_reconciler.spec import EntityRef, ScalesetSpec
 from unit.walks.scalesets import make_spec
 

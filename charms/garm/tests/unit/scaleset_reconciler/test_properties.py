@@ -62,10 +62,11 @@ from scaleset_reconciler import (
     reconcile,
 )
 from scaleset_reconciler.naming import live_name
-from scaleset_reconciler.plan import desired_create
-from scaleset_reconciler.report import REPEATED_DELETE_FAILURES, STATUS_LIMIT, short_name
+from scaleset_reconciler.prepare import desired_create
+from scaleset_reconciler.report import REPEATED_DELETE_FAILURES
 from scaleset_reconciler.runners import REMOVABLE
 from scaleset_reconciler.spec import ScalesetSpec
+from status_text import STATUS_LIMIT, short_name
 from unit.walks.hypothesis_budget import SHRINK_SECONDS, shrinking_bounded
 from unit.walks.scalesets import SETTINGS, make_spec
 

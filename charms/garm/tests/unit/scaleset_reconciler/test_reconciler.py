@@ -23,9 +23,10 @@ from scaleset_reconciler import (
 )
 from scaleset_reconciler.marker import Marker, parse_marker
 from scaleset_reconciler.naming import live_name, spec_generation
-from scaleset_reconciler.plan import desired_create
-from scaleset_reconciler.report import Failure, short_name
+from scaleset_reconciler.prepare import desired_create
+from scaleset_reconciler.report import Failure
 from scaleset_reconciler.spec import ScalesetSpec
+from status_text import short_name
 from unit.walks.scalesets import (
     NEW_LABELS,
     ORG,

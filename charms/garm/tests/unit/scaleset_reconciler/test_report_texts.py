@@ -10,20 +10,16 @@ from collections.abc import Iterator
 import pytest
 
 from scaleset_reconciler.report import (
-    STATUS_LIMIT,
     Failure,
     Phase,
     PredecessorReport,
     ReconcileReport,
     SpecReport,
     blocked_message,
-    clock_time,
-    cut,
-    fit,
     retry_message,
-    short_name,
     status_message,
 )
+from status_text import STATUS_LIMIT, clock_time, cut, fit, short_name
 
 DEADLINE = datetime.datetime(2026, 11, 30, 14, 5, tzinfo=datetime.UTC)
 

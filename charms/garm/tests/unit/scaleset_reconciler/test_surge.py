@@ -13,8 +13,8 @@ from collections.abc import Callable
 from doubles.memory_garm import WRITE_OPERATIONS, MemoryGarm
 from scaleset_reconciler import Phase, ReconcileReport, ReconcileSettings, status_message
 from scaleset_reconciler.naming import live_name
-from scaleset_reconciler.report import STATUS_LIMIT
 from scaleset_reconciler.spec import ScalesetSpec
+from status_text import STATUS_LIMIT
 from unit.walks.scalesets import SETTINGS, converge, make_spec, run
 
 OLD = ("x64", "linux")

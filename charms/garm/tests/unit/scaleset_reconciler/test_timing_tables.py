@@ -21,7 +21,7 @@ import pytest
 
 from doubles.memory_garm import MemoryGarm
 from reconcile.metrics_token import RENEW_BEFORE, token_is_current
-from relations.service_handover import TAKEOVER_DEADLINE, HostClaim, Verdict, decide
+from relations.peers.handover import TAKEOVER_DEADLINE, HostClaim, Verdict, decide
 from scaleset_reconciler import Phase
 from scaleset_reconciler.marker import parse_marker
 from scaleset_reconciler.naming import live_name

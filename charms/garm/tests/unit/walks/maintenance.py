@@ -13,7 +13,7 @@ import charm
 from doubles.database_publication import database_secret
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
-from reconcile.fencing import Lease
+from relations.peers.lease import Lease
 from unit.doubles.fake_systemctl import TickMachine
 from unit.walks.charm import bootstrap_secrets, bootstrapped
 from workload.backup import BackupManifest

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import charm_status
-from reconcile.maintenance import Maintenance, cleared
+from relations.peers.pause import Maintenance, cleared
 from workload.backup import (
     BackupError,
     BackupManifest,

@@ -21,8 +21,8 @@ from reconcile.github.http import RESERVE_FRACTION, Quotas, RateLimit
 from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github.scalesets import ScaleSetCheck
 from reconcile.github_objects import GithubApp
-from scaleset_reconciler import GithubScaleSetRef
-from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler import BusyRunner, GithubScaleSetRef
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 REPO = "fake-org/fake-repo"

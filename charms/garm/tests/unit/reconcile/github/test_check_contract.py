@@ -25,7 +25,8 @@ from garm_api.models import EntityKind, GithubEndpoint
 from reconcile.github import http as github_http
 from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
-from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler import BusyRunner
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 REPO = "Fake-Org/Fake.Repo"

@@ -32,7 +32,7 @@ from reconcile.github.offline_runners import (
     reap_offline,
 )
 from reconcile.github_objects import GithubApp
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 from unit.walks.scalesets import converge, make_spec
 from workload.config import ProxyConfig
 

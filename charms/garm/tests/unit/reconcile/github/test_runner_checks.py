@@ -17,7 +17,8 @@ from garm_api.models import EntityKind, GithubEndpoint
 from reconcile.github.http import Findings, GithubUnavailable, app_jwt
 from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
-from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler import BusyRunner
+from scaleset_reconciler.needs import entity_key
 from unit.walks.finished_jobs import endpoint
 from workload.config import ProxyConfig
 

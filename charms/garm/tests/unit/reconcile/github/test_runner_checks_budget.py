@@ -22,8 +22,8 @@ from garm_api.models import EntityKind
 from reconcile.github.check import BUDGET_SECONDS
 from reconcile.github.runner_checks import RunnerCheck
 from reconcile.github_objects import GithubApp
-from scaleset_reconciler import Phase
-from scaleset_reconciler.plan import BusyRunner, entity_key
+from scaleset_reconciler import BusyRunner, Phase
+from scaleset_reconciler.needs import entity_key
 from unit.walks.finished_jobs import drain, drain_with_jobs, endpoint, removals
 from workload.config import ProxyConfig
 

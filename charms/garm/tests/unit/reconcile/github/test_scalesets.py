@@ -22,7 +22,7 @@ from garm_api.models import EntityKind, GithubEndpoint
 from reconcile.github.scalesets import MAX_RUNNER_GROUP_PAGES, ScaleSetCheck, is_due
 from reconcile.github_objects import GithubApp
 from scaleset_reconciler import GithubScaleSetRef
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 from workload.config import ProxyConfig
 
 ORG = "Fake-Org"

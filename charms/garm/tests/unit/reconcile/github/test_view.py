@@ -21,7 +21,7 @@ from reconcile.github.scalesets import ScaleSetCheck
 from reconcile.github.view import ScaleSetStats, combine, from_json, to_json
 from reconcile.github_objects import GithubApp
 from scaleset_reconciler import GithubScaleSetRef
-from scaleset_reconciler.plan import entity_key
+from scaleset_reconciler.needs import entity_key
 from unit.walks.scalesets import converge, make_spec
 from workload.config import ProxyConfig
 

@@ -24,9 +24,10 @@ from scenario.mocking import _MockModelBackend  # pyright: ignore[reportPrivateU
 import charm
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
-from reconcile import fencing
-from reconcile.fencing import LEASE_LENGTH, TAKEOVER_MARGIN, TAKING_LEASE, Lease
-from relations.service_handover import RUNNING_KEY, STOPPED_FOR_KEY, HostClaim, stopped_for
+from relations.peers import lease as fencing
+from relations.peers.handover import HostClaim, stopped_for
+from relations.peers.keys import RUNNING_KEY, STOPPED_FOR_KEY
+from relations.peers.lease import LEASE_LENGTH, TAKEOVER_MARGIN, TAKING_LEASE, Lease
 from unit.doubles.fake_systemctl import FAILURE_OUTPUT, install_fake_systemctl
 from unit.walks.charm import RECONCILE_TICK, Config, Ctx, Resources, on_postgresql
 from workload.host import CommandError, Paths, WorkloadError

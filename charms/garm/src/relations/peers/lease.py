@@ -12,7 +12,7 @@ A new leader takes the lease when the holder says it stopped GARM, or `TAKEOVER_
 the holder's lease ended: the margin covers the watchdog's period, GARM's stop and clock skew
 between machines. Taking the lease is committed by one hook and used by the next.
 
-Pure decisions only: the charm reads and writes the relation data.
+Pure decisions only: `relations.peers.PeerData` reads and writes the relation data.
 """
 
 from __future__ import annotations
@@ -22,10 +22,9 @@ import datetime
 from collections.abc import Mapping
 from typing import Final
 
+from relations.peers.keys import LEASE_HOLDER_KEY, LEASE_UNTIL_KEY
 from workload.lease import WATCH_PERIOD
 
-HOLDER_KEY: Final = "garm-lease-holder"
-UNTIL_KEY: Final = "garm-lease-until"
 # Renewed by leader hooks: the reconcile tick (default every minute) and update-status (every
 # 5 minutes by default) each come well within it.
 LEASE_LENGTH: Final = datetime.timedelta(minutes=10)
@@ -53,12 +52,12 @@ class Lease:
     @classmethod
     def from_app_data(cls, data: Mapping[str, str]) -> Lease | None:
         """The lease in the peer application data; None when absent or unreadable."""
-        found = unit_and_time(data, HOLDER_KEY, UNTIL_KEY)
+        found = unit_and_time(data, LEASE_HOLDER_KEY, LEASE_UNTIL_KEY)
         return None if found is None else cls(*found)
 
     def as_app_data(self) -> dict[str, str]:
         """The lease as peer application data."""
-        return {HOLDER_KEY: self.holder, UNTIL_KEY: self.until.isoformat()}
+        return {LEASE_HOLDER_KEY: self.holder, LEASE_UNTIL_KEY: self.until.isoformat()}
 
 
 def unit_and_time(

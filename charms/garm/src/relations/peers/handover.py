@@ -6,7 +6,7 @@ service in the peer relation's application data; every other unit stops GARM whe
 claim and says so in its unit data, and the new leader starts GARM only once no other unit says
 it runs it, or once the claim is older than a deadline (a unit on a dead machine never answers).
 
-Pure decisions only: the charm reads and writes the relation data.
+Pure decisions only: `relations.peers.PeerData` reads and writes the relation data.
 """
 
 from __future__ import annotations
@@ -17,13 +17,9 @@ import enum
 from collections.abc import Mapping
 from typing import Final
 
-from reconcile.fencing import unit_and_time
+from relations.peers.keys import HOST_KEY, HOST_SINCE_KEY, RUNNING_KEY, STOPPED_FOR_KEY
+from relations.peers.lease import unit_and_time
 
-HOST_KEY: Final = "garm-host"
-HOST_SINCE_KEY: Final = "garm-host-since"
-RUNNING_KEY: Final = "garm-running"
-# A non-leader that stopped GARM echoes the claim it saw: proof it stopped after losing the lead.
-STOPPED_FOR_KEY: Final = "garm-stopped-for"
 # A former leader stops GARM within seconds of the claim; the deadline only matters for a unit
 # that cannot run hooks (machine down), and is one default update-status interval.
 TAKEOVER_DEADLINE: Final = datetime.timedelta(minutes=5)

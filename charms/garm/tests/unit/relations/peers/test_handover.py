@@ -12,12 +12,7 @@ from ops import testing
 
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
-from reconcile.fencing import TAKING_LEASE
-from relations.service_handover import (
-    HOST_KEY,
-    HOST_SINCE_KEY,
-    RUNNING_KEY,
-    STOPPED_FOR_KEY,
+from relations.peers.handover import (
     TAKEOVER_DEADLINE,
     HostClaim,
     Verdict,
@@ -25,6 +20,8 @@ from relations.service_handover import (
     has_stopped_for,
     stopped_for,
 )
+from relations.peers.keys import HOST_KEY, HOST_SINCE_KEY, RUNNING_KEY, STOPPED_FOR_KEY
+from relations.peers.lease import TAKING_LEASE
 from unit.walks.charm import (
     OTHER_URLS,
     PASSWORD,
@@ -284,8 +281,8 @@ def test_never_runs_beside_a_unit_that_says_it_runs_garm_before_the_deadline(
 # (was test_service_handover_exact.py)
 # The hand-over's decisions and peer data, pinned where the first mutation run let changes by.
 #
-# Written from the survivors of a mutation run of `relations.service_handover`
-# (docs/reference/testing.md).
+# Written from the survivors of a mutation run of `relations.service_handover`, now
+# `relations.peers.handover` (docs/reference/testing.md).
 
 
 def test_a_leader_blocked_by_sqlite_on_another_unit_keeps_that_units_claim():

@@ -10,7 +10,7 @@ leader hooks only (ADR 0019); under a pause a tick renews the lease and nothing 
 A pause holds the drain clock (ADR 0042): `resume` keeps the pause it ends as a hold, and a
 retired scale set's drain deadline moves by the holds since it retired.
 
-Pure decisions only: the charm reads and writes the relation data.
+Pure decisions only: `relations.peers.PeerData` reads and writes the relation data.
 """
 
 from __future__ import annotations
@@ -21,16 +21,13 @@ import json
 from collections.abc import Mapping
 from typing import Final, cast
 
+from relations.peers.keys import HOLDS_KEY, PAUSED_BY_KEY, PAUSED_SINCE_KEY
 from scaleset_reconciler.drain_clock import Hold
 
-PAUSED_SINCE_KEY: Final = "maintenance-since"
-PAUSED_BY_KEY: Final = "maintenance-by"
-# The pauses the drain clock stood still for, as JSON [[start, end], ...] (ISO 8601).
-HOLDS_KEY: Final = "drain-clock-holds"
 # A hold matters only to a set retired before it ended and draining still; no drain lasts this
 # long (drain-timeout is at most 144 h), so older holds are dropped.
 HOLDS_KEPT_FOR: Final = datetime.timedelta(days=30)
-# While paused the tick only renews the lease (fencing.RENEW_WHEN_LEFT: leader hooks at most
+# While paused the tick only renews the lease (lease.RENEW_WHEN_LEFT: leader hooks at most
 # 7 minutes apart keep it); this keeps that whatever reconcile-interval or update-status say.
 PAUSED_TICK: Final = datetime.timedelta(minutes=1)
 # Who may hold a pause: the operator's action, or an action that pauses for its own duration.
