@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_systemctl import FakeSystemctl, install_fake_systemctl
 from hypothesis import HealthCheck, settings
 from ops import testing
 
 import charm
 from doubles.workload_double import RecordingWorkload
 from garm_sim import GarmSim
+from unit.doubles.fake_systemctl import TickMachine, install_fake_systemctl
 from workload.exporter import CharmExporter, ExporterPaths
 from workload.tick import ReconcileTick, TickPaths
 
@@ -39,14 +38,6 @@ def garm() -> Iterator[GarmSim]:
     """A fresh GARM (before first-run): the simulator, on a loopback port of its own."""
     with GarmSim() as sim:
         yield sim
-
-
-@dataclasses.dataclass(frozen=True)
-class TickMachine:
-    """The reconcile tick's timer under a temporary root, and the fake systemctl it drives."""
-
-    tick: ReconcileTick
-    systemctl: FakeSystemctl
 
 
 @pytest.fixture(autouse=True)

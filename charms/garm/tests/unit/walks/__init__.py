@@ -1,0 +1,1 @@
+"""Shared walks of the charm's unit tests (not tests themselves)."""
