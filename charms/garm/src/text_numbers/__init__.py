@@ -9,7 +9,7 @@ raises past 4,300 digits). Errors are `ValueError`s that never echo the value.
 
 The relation library (`charms.garm_configurator.v0`) carries the same rule for the fields it
 validates, in both charms (`parse_whole_number` there): a Charmhub library must stand alone.
-tests/unit/test_text_numbers.py proves the two read every text alike.
+tests/unit/text_numbers/test_text_numbers.py proves the two read every text alike.
 """
 
 from __future__ import annotations
